@@ -1,0 +1,49 @@
+"""Load the compiled kernels (`pytorchlite.generated._C`, built by codegen through cffi).
+
+OpenBLAS comes from the scipy-openblas32 wheel. The extension links against it by name
+without an rpath (the build environment's path is temporary), so the library is loaded
+here first with RTLD_GLOBAL and the dynamic linker then resolves it by soname.
+"""
+
+import ctypes
+import os
+
+_openblas_path = None
+try:
+    import scipy_openblas32 as _sob
+    _openblas_path = os.path.join(_sob.get_lib_dir(), "lib" + _sob.get_library() + ".so")
+    ctypes.CDLL(_openblas_path, mode=ctypes.RTLD_GLOBAL)
+except (ImportError, OSError) as e:  # pragma: no cover - reported by the import below
+    _openblas_error = e
+else:
+    _openblas_error = None
+
+try:
+    from pytorchlite.generated._C import ffi, lib  # noqa: E402
+except ImportError as e:  # pragma: no cover - an install problem, said plainly
+    hint = f" (OpenBLAS could not be loaded: {_openblas_error})" if _openblas_error else ""
+    raise ImportError(
+        "pytorchlite's compiled kernels are missing or stale: run `pip install -e .` or "
+        f"`python -m codegen` in the source tree{hint}. Original error: {e}") from e
+
+STATUS = {
+    1: "dtype not supported by the kernel",
+    2: "too many dimensions",
+    3: "division by zero",
+    4: "out of memory",
+    5: "index out of range",
+    6: "invalid argument",
+}
+
+
+def check(status, op):
+    """Turn a kernel's status code into the exception PyTorch would raise."""
+    if status == 0:
+        return
+    if status == 3:
+        raise ZeroDivisionError("ZeroDivisionError")
+    if status == 5:
+        raise IndexError(f"{op}(): index out of range")
+    if status == 4:
+        raise MemoryError(f"{op}(): out of memory")
+    raise RuntimeError(f"{op}(): {STATUS.get(status, f'kernel failed with status {status}')}")

@@ -1,0 +1,88 @@
+"""pytorchlite: a PyTorch-style deep-learning framework whose operators are declared in
+ops.yaml and code-generated (see README.md and DESIGN.md).
+
+    >>> import pytorchlite as torch
+    >>> torch.tensor([1., 2.]) + 1
+    tensor([2., 3.])
+"""
+
+import importlib.machinery as _machinery
+import importlib.util as _util
+import os as _os
+import sys as _sys
+
+__version__ = "0.1.0"
+
+
+def _locate_generated():
+    """`pytorchlite.generated` is installed as a subpackage. Running from a source tree
+    (PYTHONPATH=checkout, or an editable install whose finder maps packages one by one),
+    it is the checkout's top-level generated/ folder: register it under that name."""
+    name = __name__ + ".generated"
+    if name in _sys.modules:
+        return
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    if _os.path.isdir(_os.path.join(here, "generated")):
+        return
+    src = _os.path.join(_os.path.dirname(here), "generated")
+    init = _os.path.join(src, "__init__.py")
+    if not _os.path.exists(init):
+        raise ImportError("pytorchlite.generated is missing: run `python -m codegen` (or `pip install -e .`) "
+                          "in the source tree")
+    spec = _util.spec_from_file_location(name, init, submodule_search_locations=[src])
+    mod = _util.module_from_spec(spec)
+    _sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+
+
+_locate_generated()
+
+from pytorchlite import _dtype  # noqa: E402
+from pytorchlite._dtype import (  # noqa: E402,F401
+    dtype, bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+    half, float, double, short, int, long, get_default_dtype, set_default_dtype,
+    promote_types, can_cast, finfo, iinfo,
+)
+from pytorchlite._device import device  # noqa: E402,F401
+from pytorchlite._tensor import Tensor, Size  # noqa: E402,F401
+from pytorchlite import _argparse, _tensor  # noqa: E402
+
+_argparse._Tensor = Tensor
+
+from pytorchlite.generated import functions as _functions  # noqa: E402
+
+_tensor._F = _functions
+
+for _name, _fn in _functions.METHODS.items():
+    setattr(Tensor, _name, _fn)
+for _name, _fn in _functions.EXPORTS.get("", {}).items():
+    globals()[_name] = _fn
+del _name, _fn
+
+from pytorchlite._promotion import result_type  # noqa: E402,F401
+from pytorchlite._creation import tensor, as_tensor, from_numpy, scalar_tensor  # noqa: E402,F401
+from pytorchlite._interop import from_dlpack  # noqa: E402,F401
+from pytorchlite._threads import get_num_threads, set_num_threads  # noqa: E402,F401
+from pytorchlite._tensor_str import set_printoptions, get_printoptions  # noqa: E402,F401
+from pytorchlite import linalg  # noqa: E402,F401
+from pytorchlite import nn  # noqa: E402,F401
+
+
+def is_tensor(obj):
+    """Whether obj is a pytorchlite Tensor."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    """The number of elements of a tensor."""
+    return input.numel()
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def broadcast_shapes(*shapes):
+    """The shape that broadcasting the given shapes produces (PyTorch's error on mismatch)."""
+    from pytorchlite._kernels.pointwise import broadcast_shapes as _bs
+    return Size(_bs("broadcast_shapes", [tuple(s) if not isinstance(s, type(1)) else (s,) for s in shapes]))

@@ -1,0 +1,228 @@
+"""Argument checking and normalisation used by the generated bindings.
+
+Messages follow PyTorch's Python argument parser: they name the operator, the argument
+(and its position), what was expected and what was given.
+"""
+
+import operator
+import warnings
+
+from pytorchlite import _dtype as D
+from pytorchlite._device import CPU, device as _device
+
+_Tensor = None   # bound by pytorchlite/__init__.py (import order)
+
+
+def _type_name(v):
+    if isinstance(v, D.dtype):
+        return "pytorchlite.dtype"
+    return type(v).__name__
+
+
+def type_error(op, name, pos, expected, value):
+    where = f"argument '{name}'" + (f" (position {pos})" if pos else "")
+    return TypeError(f"{op}(): {where} must be {expected}, not {_type_name(value)}")
+
+
+def _is_int(v):
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        return True
+    return hasattr(v, "__index__") and not isinstance(v, float) and not (
+        isinstance(v, _Tensor) and (v._dtype.is_floating_point or v.numel() != 1))
+
+
+def int_(op, name, pos, v):
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    if _is_int(v):
+        return operator.index(v)
+    raise type_error(op, name, pos, "int", v)
+
+
+def int_list(op, name, pos, v, size=None):
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (v,) * (size or 1)
+    if isinstance(v, (tuple, list)) or (hasattr(v, "__iter__") and not isinstance(v, (str, bytes)) and not isinstance(v, _Tensor)):
+        out = []
+        for x in v:
+            if not _is_int(x):
+                raise TypeError(f"{op}(): argument '{name}'" + (f" (position {pos})" if pos else "")
+                                + f" must be tuple of ints, but found element of type {_type_name(x)} at pos {len(out)}")
+            out.append(operator.index(x))
+        return tuple(out)
+    if _is_int(v):
+        return (operator.index(v),) * (size or 1)
+    raise type_error(op, name, pos, "tuple of ints", v)
+
+
+def varargs(op, name, v):
+    """`view(2, 3)` and `view((2, 3))` both give (2, 3)."""
+    if len(v) == 1 and not _is_int(v[0]):
+        return v[0]
+    return v
+
+
+def float_(op, name, pos, v):
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    if isinstance(v, _Tensor) and v.numel() == 1:
+        return float(v.item())
+    if hasattr(v, "__float__") and not isinstance(v, (str, bool)):
+        return float(v)
+    raise type_error(op, name, pos, "float", v)
+
+
+def float_list(op, name, pos, v, size=None):
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return (float(v),) * (size or 1)
+    return tuple(float_(op, name, pos, x) for x in v)
+
+
+def bool_(op, name, pos, v):
+    if isinstance(v, bool):
+        return v
+    if hasattr(v, "dtype") and getattr(v, "shape", None) == () and str(v.dtype) == "bool":
+        return bool(v)
+    raise type_error(op, name, pos, "bool", v)
+
+
+def bool_list(op, name, pos, v, size=None):
+    return tuple(bool_(op, name, pos, x) for x in v)
+
+
+def scalar(op, name, pos, v):
+    if isinstance(v, (bool, int, float)):
+        return v
+    if isinstance(v, _Tensor) and v.numel() == 1 and not v._shape:
+        return v.item()
+    if hasattr(v, "item") and getattr(v, "shape", None) == ():   # numpy scalars
+        return v.item()
+    raise type_error(op, name, pos, "Number", v)
+
+
+def dtype(op, name, pos, v):
+    if isinstance(v, D.dtype):
+        return v
+    raise type_error(op, name, pos, "pytorchlite.dtype", v)
+
+
+def str_(op, name, pos, v):
+    if isinstance(v, str):
+        return v
+    raise type_error(op, name, pos, "str", v)
+
+
+def device(op, name, pos, v):
+    if isinstance(v, _device):
+        return v
+    if isinstance(v, str) or (isinstance(v, int) and not isinstance(v, bool)):
+        return _device(v)
+    raise type_error(op, name, pos, "pytorchlite.device", v)
+
+
+def generator(op, name, pos, v):
+    from pytorchlite import _random
+    if isinstance(v, _random.Generator):
+        return v
+    raise type_error(op, name, pos, "pytorchlite.Generator", v)
+
+
+def tensor_list(op, name, pos, v):
+    if isinstance(v, _Tensor) or not isinstance(v, (tuple, list)):
+        raise type_error(op, name, pos, "tuple of Tensors", v)
+    for i, x in enumerate(v):
+        if not isinstance(x, _Tensor):
+            raise TypeError(f"{op}(): argument '{name}'" + (f" (position {pos})" if pos else "")
+                            + f" must be tuple of Tensors, but found element of type {_type_name(x)} at pos {i}")
+    return tuple(v)
+
+
+def wrap_dim(op, dim, ndim):
+    """A dim in [-ndim, ndim) (0-d tensors accept -1 and 0), wrapped to non-negative."""
+    n = max(ndim, 1)
+    if dim < -n or dim >= n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def common_device(op, tensors):
+    """The device the operator runs on; all tensors must agree (0-d CPU tensors may join
+    a CUDA computation as scalars, as in PyTorch)."""
+    dev = None
+    for t in tensors:
+        if not isinstance(t, _Tensor):
+            continue
+        d = t._device
+        if dev is None:
+            dev = d
+        elif d != dev:
+            if d.type == "cpu" and not t._shape:
+                continue
+            if dev.type == "cpu":
+                dev = d
+                continue
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{dev} and {d}! (when checking argument for {op}())")
+    if dev is not None and dev.type == "cpu":
+        for t in tensors:
+            if isinstance(t, _Tensor) and t._device.type != "cpu" and t._shape:
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                                   f"{t._device} and cpu! (when checking argument for {op}())")
+    return dev or CPU
+
+
+def list_device(op, tensors):
+    return common_device(op, tensors) if tensors else CPU
+
+
+def factory_device(dev):
+    if dev is None:
+        return CPU
+    return dev if isinstance(dev, _device) else _device(dev)
+
+
+def _check_cast(op, src_dtype, dst):
+    if not D.can_cast(src_dtype, dst._dtype):
+        raise RuntimeError(f"result type {src_dtype._torch_name} can't be cast to the desired output type "
+                           f"{dst._dtype._torch_name}")
+
+
+def resize_out(op, out, shape):
+    """PyTorch resizes a wrong-shaped out= tensor (warning when it held elements)."""
+    if out._shape == shape:
+        return
+    if out.numel() != 0:
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape {list(out._shape)}, which does "
+            f"not match the required output shape {list(shape)}. This behavior is deprecated, and in a future "
+            "PyTorch release outputs will not be resized unless they have zero elements. You can explicitly "
+            "reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).", UserWarning,
+            stacklevel=4)
+    out.resize_(shape)
+
+
+def check_out_autograd(op, out):
+    from pytorchlite.autograd import grad_mode
+    if out._requires_grad and grad_mode.is_grad_enabled():
+        raise RuntimeError(f"{op}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+
+
+def write_out(op, result, out):
+    if not isinstance(out, _Tensor):
+        raise type_error(op, "out", None, "Tensor", out)
+    _check_cast(op, result._dtype, out)
+    resize_out(op, out, result._shape)
+    out.copy_(result)
+    return out
+
+
+def write_inplace(op, result, self):
+    if result._shape != self._shape:
+        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape "
+                           f"{list(result._shape)}")
+    _check_cast(op, result._dtype, self)
+    self.copy_(result)
+    return self

@@ -1,0 +1,68 @@
+"""DLPack exchange for tensors (the capsule mechanics live in _dlpack.py)."""
+
+import enum
+
+from pytorchlite import _dtype as D
+from pytorchlite._device import CPU, device as _device
+from pytorchlite._storage import Storage
+from pytorchlite._tensor import Tensor, make
+
+
+class DLDeviceType(enum.IntEnum):
+    kDLCPU = 1
+    kDLCUDA = 2
+    kDLCUDAHost = 3
+
+
+def dlpack_device(t):
+    if t._device.type == "cuda":
+        return (DLDeviceType.kDLCUDA, t._device.index or 0)
+    return (DLDeviceType.kDLCPU, 0)
+
+
+def to_dlpack(t, *, stream=None, max_version=None, dl_device=None, copy=None):
+    from pytorchlite import _dlpack
+    if t._requires_grad:
+        raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+    if copy:
+        t = t.clone()
+    if t._device.type == "cpu" and stream is not None:
+        raise BufferError("stream must be None for a CPU tensor")
+    if dl_device is not None and tuple(dl_device) != tuple(dlpack_device(t)):
+        raise BufferError(f"cannot export a {t._device} tensor to device {tuple(dl_device)} without a copy")
+    if t._device.type == "cuda":
+        from pytorchlite import cuda
+        cuda._dlpack_sync(t, stream)
+    versioned = max_version is not None and max_version[0] >= 1
+    dt, did = dlpack_device(t)
+    return _dlpack.to_dlpack_capsule(
+        data_ptr=t.data_ptr() if t.numel() else t.data_ptr(), shape=t._shape, strides=t._stride,
+        dtype_code=t._dtype.code, device_type=int(dt), device_id=did, owner=t, versioned=versioned)
+
+
+def from_dlpack(ext_tensor):
+    """A tensor sharing memory with any object that speaks DLPack (NumPy arrays, PyTorch
+    tensors, ...) or with a DLPack capsule.
+
+    >>> import numpy as np, pytorchlite
+    >>> pytorchlite.from_dlpack(np.arange(3))
+    tensor([0, 1, 2])
+    """
+    from pytorchlite import _dlpack
+    if isinstance(ext_tensor, Tensor):
+        return ext_tensor
+    if hasattr(ext_tensor, "__dlpack__"):
+        imp = _dlpack.from_dlpack_object(ext_tensor)
+    else:
+        imp = _dlpack.from_dlpack_capsule(ext_tensor)
+    dt = D.BY_CODE[imp.dtype_code]
+    if imp.device_type == 1:
+        dev = CPU
+    elif imp.device_type == 2:
+        dev = _device("cuda", imp.device_id)
+    else:
+        raise BufferError(f"from_dlpack: unsupported device type {imp.device_type}")
+    item = dt.itemsize
+    extent = item + sum((n - 1) * s * item for n, s in zip(imp.shape, imp.strides)) if all(imp.shape) else 0
+    st = Storage(imp.data_ptr, extent, dev, owner=imp)
+    return make(st, tuple(imp.shape), tuple(imp.strides), 0, dt)

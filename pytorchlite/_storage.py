@@ -1,0 +1,49 @@
+"""Storage: one allocation that tensors view.
+
+A CPU storage either owns memory from the C allocator (freed through it the moment the
+last reference goes: CPython refcounting, no finaliser queue), or borrows memory that a
+foreign owner keeps alive (a NumPy array, an imported DLPack tensor, shared memory).
+"""
+
+from pytorchlite._C import lib
+from pytorchlite._device import CPU
+
+
+class Storage:
+    __slots__ = ("ptr", "nbytes", "device", "_owner", "_free", "__weakref__")
+
+    def __init__(self, ptr, nbytes, device=CPU, owner=None, free=None):
+        self.ptr = ptr          # integer address
+        self.nbytes = nbytes
+        self.device = device
+        self._owner = owner     # keeps borrowed memory alive; None when we own it
+        self._free = free       # callable(ptr, nbytes) for owned memory
+
+    @staticmethod
+    def allocate(nbytes, device=CPU):
+        if device.type != "cpu":
+            from pytorchlite import cuda
+            return cuda._allocate_storage(nbytes, device)
+        p = lib.ptl_alloc(nbytes)
+        if p == _NULL:
+            raise RuntimeError(f"[CPU allocator] out of memory: tried to allocate {nbytes} bytes")
+        return Storage(int(_ffi.cast("uintptr_t", p)), nbytes, device, None, _free_cpu)
+
+    def __del__(self):
+        free = self._free
+        if free is not None:
+            self._free = None
+            free(self.ptr, self.nbytes)
+
+    def size(self):
+        return self.nbytes
+
+
+from pytorchlite._C import ffi as _ffi  # noqa: E402
+
+_NULL = _ffi.NULL
+_void_p = _ffi.cast
+
+
+def _free_cpu(ptr, nbytes, _lib=lib, _cast=_ffi.cast):
+    _lib.ptl_free(_cast("void *", ptr), nbytes)

@@ -1,0 +1,723 @@
+"""The Tensor: metadata (sizes, strides, offset, dtype, device, version counter,
+autograd fields) over a Storage.
+
+Operators are not written here: every arithmetic method and Python operator forwards to
+the bindings generated from ops.yaml (installed on the class by pytorchlite/__init__.py).
+What lives here is what PyTorch's Python layer adds: the protocols (__len__, __iter__,
+__bool__, indexing, __array__, __dlpack__), conversions and printing.
+"""
+
+import numpy as np
+
+from pytorchlite import _dtype as D
+from pytorchlite._device import CPU, device as _device_cls
+from pytorchlite._storage import Storage
+
+_F = None   # pytorchlite.generated.functions, bound once the package is imported
+_new = object.__new__
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints, printed as PyTorch does."""
+
+    def __repr__(self):
+        return f"pytorchlite.Size([{', '.join(str(s) for s in self)}])"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, item):
+        r = tuple.__getitem__(self, item)
+        return Size(r) if isinstance(item, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+
+def contiguous_strides(shape):
+    strides = [1] * len(shape)
+    acc = 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = acc
+        acc *= max(shape[i], 1)
+    return tuple(strides)
+
+
+def _numel(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _is_contiguous(shape, stride):
+    expected = 1
+    for i in range(len(shape) - 1, -1, -1):
+        s = shape[i]
+        if s == 1:
+            continue
+        if s == 0:
+            return True
+        if stride[i] != expected:
+            return False
+        expected *= s
+    return True
+
+
+def make(storage, shape, stride, offset, dtype, vc=None, contig=None):
+    """Build a Tensor over a storage; the one constructor every op uses."""
+    t = _new(Tensor)
+    t._storage = storage
+    t._shape = shape
+    t._stride = stride
+    t._offset = offset
+    t._dtype = dtype
+    t._device = storage.device
+    t._vc = [0] if vc is None else vc
+    t._contig = contig
+    t._requires_grad = False
+    t._grad = None
+    t._grad_fn = None
+    t._output_nr = 0
+    t._base = None
+    t._ag = None
+    return t
+
+
+def empty(shape, dtype, device=CPU):
+    """A new contiguous tensor with uninitialised memory."""
+    n = _numel(shape)
+    st = Storage.allocate(n * dtype.itemsize, device)
+    return make(st, shape, contiguous_strides(shape), 0, dtype, None, True)
+
+
+class Tensor:
+    __slots__ = ("_storage", "_shape", "_stride", "_offset", "_dtype", "_device", "_vc",
+                 "_contig", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_base",
+                 "_ag", "__weakref__")
+
+    # numpy defers to our reflected operators instead of converting the tensor
+    __array_priority__ = 1000
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Tensor and not args and not kwargs:
+            return empty((0,), D.get_default_dtype())
+        raise TypeError("use pytorchlite.tensor(data) or a factory (zeros, empty, ...) to create tensors")
+
+    # --- metadata ---------------------------------------------------------------------
+
+    @property
+    def shape(self):
+        return Size(self._shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._shape)
+        return self._shape[_wrap_dim("size", dim, len(self._shape))]
+
+    def stride(self, dim=None):
+        if dim is None:
+            return self._stride
+        return self._stride[_wrap_dim("stride", dim, len(self._shape))]
+
+    def dim(self):
+        return len(self._shape)
+
+    ndimension = dim
+
+    @property
+    def ndim(self):
+        return len(self._shape)
+
+    def numel(self):
+        return _numel(self._shape)
+
+    nelement = numel
+
+    def element_size(self):
+        return self._dtype.itemsize
+
+    def storage_offset(self):
+        return self._offset
+
+    def data_ptr(self):
+        return self._storage.ptr + self._offset * self._dtype.itemsize
+
+    def untyped_storage(self):
+        return self._storage
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def device(self):
+        return self._device
+
+    @property
+    def is_cuda(self):
+        return self._device.type == "cuda"
+
+    @property
+    def is_cpu(self):
+        return self._device.type == "cpu"
+
+    @property
+    def is_floating_point_(self):
+        return self._dtype.is_floating_point
+
+    def is_floating_point(self):
+        return self._dtype.is_floating_point
+
+    def is_complex(self):
+        return False
+
+    def is_signed(self):
+        return self._dtype.is_signed
+
+    @property
+    def itemsize(self):
+        return self._dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.numel() * self._dtype.itemsize
+
+    @property
+    def _version(self):
+        return self._vc[0]
+
+    def is_contiguous(self, memory_format=None):
+        c = self._contig
+        if c is None:
+            c = self._contig = _is_contiguous(self._shape, self._stride)
+        return c
+
+    def _bump_version(self):
+        self._vc[0] += 1
+
+    @property
+    def data(self):
+        return self.detach()
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+        self._storage, self._shape, self._stride = value._storage, value._shape, value._stride
+        self._offset, self._dtype, self._device = value._offset, value._dtype, value._device
+        self._contig = value._contig
+
+    # --- conversions --------------------------------------------------------------------
+
+    def _numpy_view(self):
+        """A NumPy array over this tensor's memory (no copy); bfloat16 has no NumPy type."""
+        if self._device.type != "cpu":
+            raise TypeError(f"can't convert {self._device.type} device type tensor to numpy. "
+                            "Use Tensor.cpu() to copy the tensor to host memory first.")
+        npdt = self._dtype.np_dtype
+        if npdt is None:
+            raise TypeError(f"Got unsupported ScalarType {self._dtype._torch_name}")
+        return np.asarray(_ArrayView(self, npdt))
+
+    def numpy(self, *, force=False):
+        if force:
+            return self.detach().cpu().resolve_conj()._numpy_view().copy()
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        return self._numpy_view()
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy() if self._dtype.np_dtype is not None else self.float().numpy()
+        if dtype is not None:
+            a = a.astype(dtype, copy=False)
+        return a.copy() if copy else a
+
+    def resolve_conj(self):
+        return self
+
+    def resolve_neg(self):
+        return self
+
+    def _values_f64(self):
+        """The values as a NumPy array that can represent them (bfloat16 -> float32)."""
+        if self._dtype is D.bfloat16:
+            return self.to(D.float32)._numpy_view()
+        return self.cpu()._numpy_view() if self._device.type != "cpu" else self._numpy_view()
+
+    def tolist(self):
+        a = self._values_f64()
+        if self._dtype is D.bfloat16 or self._dtype is D.float16:
+            a = a.astype(np.float64)
+        return a.tolist()
+
+    def item(self):
+        n = self.numel()
+        if n != 1:
+            raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        v = self._values_f64().reshape(()).item()
+        return float(v) if self._dtype.is_floating_point else v
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._dtype.is_floating_point or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __bool__(self):
+        n = self.numel()
+        if n == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        if n > 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __len__(self):
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(_F.unbind(self, 0))
+
+    def __hash__(self):
+        return id(self)
+
+    def __contains__(self, element):
+        if isinstance(element, (Tensor, bool, int, float)):
+            return bool((self == element).any().item())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}.")
+
+    def __repr__(self, *, tensor_contents=None):
+        from pytorchlite import _tensor_str
+        vals = self.detach()._values_f64()
+        dev = None if self._device.type == "cpu" else str(self._device)
+        gf = self._grad_fn
+        return _tensor_str.format_tensor(
+            vals, dtype_name=self._dtype.name, default_float_name=D.get_default_dtype().name,
+            device=dev, requires_grad=self._requires_grad and gf is None,
+            grad_fn_name=gf.name() if gf is not None else None)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if not self._shape:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __reduce_ex__(self, proto):
+        from pytorchlite import _serialization
+        return _serialization.reduce_tensor(self)
+
+    # --- DLPack -------------------------------------------------------------------------
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from pytorchlite import _interop
+        return _interop.to_dlpack(self, stream=stream, max_version=max_version,
+                                  dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        from pytorchlite import _interop
+        return _interop.dlpack_device(self)
+
+    # --- dtype / device conversions -----------------------------------------------------
+
+    def to(self, *args, **kwargs):
+        """to(dtype) / to(device) / to(device, dtype) / to(other); copies only when needed."""
+        dtype, dev, copy, non_blocking = _parse_to(self, args, kwargs)
+        if dtype is None:
+            dtype = self._dtype
+        if dev is None:
+            dev = self._device
+        if dtype is self._dtype and dev == self._device and not copy:
+            return self
+        return _F._to_copy(self, dtype=dtype, device=dev, non_blocking=non_blocking)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return "pytorchlite." + {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+                                     "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor",
+                                     "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
+                                     "bool": "BoolTensor"}[self._dtype.name]
+        return self.to(dtype)
+
+    def type_as(self, other):
+        return self.to(other._dtype)
+
+    def cpu(self):
+        return self.to(CPU)
+
+    def cuda(self, device=None, non_blocking=False):
+        return self.to(_device_cls("cuda", device) if isinstance(device, int) or device is None
+                       else _device_cls(device), non_blocking=non_blocking)
+
+    def float(self):
+        return self.to(D.float32)
+
+    def double(self):
+        return self.to(D.float64)
+
+    def half(self):
+        return self.to(D.float16)
+
+    def bfloat16(self):
+        return self.to(D.bfloat16)
+
+    def long(self):
+        return self.to(D.int64)
+
+    def int(self):
+        return self.to(D.int32)
+
+    def short(self):
+        return self.to(D.int16)
+
+    def char(self):
+        return self.to(D.int8)
+
+    def byte(self):
+        return self.to(D.uint8)
+
+    def bool(self):
+        return self.to(D.bool)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        from pytorchlite import _creation
+        return _creation.tensor(data, dtype=dtype or self._dtype, device=device or self._device,
+                                requires_grad=requires_grad)
+
+    def _new_factory(name):
+        def f(self, *size, dtype=None, device=None, requires_grad=False, **kw):
+            if len(size) == 1 and isinstance(size[0], (tuple, list, Size)):
+                size = tuple(size[0])
+            fn = getattr(_F, name)
+            return fn(size, **({"fill_value": kw.pop("fill_value")} if "fill_value" in kw else {}),
+                      dtype=dtype or self._dtype, device=device or self._device, requires_grad=requires_grad)
+        f.__name__ = "new_" + name
+        return f
+
+    new_zeros = _new_factory("zeros")
+    new_ones = _new_factory("ones")
+    new_empty = _new_factory("empty")
+
+    def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+        return _F.full(tuple(size), fill_value, dtype=dtype or self._dtype, device=device or self._device,
+                       requires_grad=requires_grad)
+
+    del _new_factory
+
+    # --- indexing -----------------------------------------------------------------------
+
+    def __getitem__(self, index):
+        from pytorchlite import _indexing
+        return _indexing.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        from pytorchlite import _indexing
+        _indexing.setitem(self, index, value)
+
+    # --- autograd-facing attributes -----------------------------------------------------
+
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad=True):
+        if requires_grad and not self._dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if not requires_grad and self._grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use "
+                               "a computed variable in a subgraph that doesn't require differentiation use "
+                               "var_no_grad = var.detach().")
+        self._requires_grad = bool(requires_grad)
+        return self
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None and not isinstance(value, Tensor):
+            raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
+        if value is not None and value._shape != self._shape:
+            raise RuntimeError(f"assigned grad has data of a different size")
+        self._grad = value
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self):
+        return self._grad_fn is None
+
+    def detach(self):
+        t = make(self._storage, self._shape, self._stride, self._offset, self._dtype, self._vc, self._contig)
+        return t
+
+    def detach_(self):
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    # --- Python operators: forwarded to the generated bindings ---------------------------
+
+    def __add__(self, other):
+        return _F.add(self, other)
+
+    def __radd__(self, other):
+        return _F.add(self, other)
+
+    def __iadd__(self, other):
+        return self.add_(other)
+
+    def __sub__(self, other):
+        return _F.sub(self, other)
+
+    def __rsub__(self, other):
+        return _F.rsub(self, other)
+
+    def __isub__(self, other):
+        return self.sub_(other)
+
+    def __mul__(self, other):
+        return _F.mul(self, other)
+
+    def __rmul__(self, other):
+        return _F.mul(self, other)
+
+    def __imul__(self, other):
+        return self.mul_(other)
+
+    def __truediv__(self, other):
+        return _F.div(self, other)
+
+    def __rtruediv__(self, other):
+        return _reflected("div", other, self)
+
+    def __itruediv__(self, other):
+        return self.div_(other)
+
+    def __floordiv__(self, other):
+        return _F.floor_divide(self, other)
+
+    def __rfloordiv__(self, other):
+        return _reflected("floor_divide", other, self)
+
+    def __ifloordiv__(self, other):
+        return self.floor_divide_(other)
+
+    def __mod__(self, other):
+        return _F.remainder(self, other)
+
+    def __rmod__(self, other):
+        return _reflected("remainder", other, self)
+
+    def __imod__(self, other):
+        return self.remainder_(other)
+
+    def __pow__(self, other):
+        return _F.pow(self, other)
+
+    def __rpow__(self, other):
+        return _reflected("pow", other, self)
+
+    def __ipow__(self, other):
+        return self.pow_(other)
+
+    def __matmul__(self, other):
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        return _F.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        return _F.matmul(other, self)
+
+    def __imatmul__(self, other):
+        return self.copy_(_F.matmul(self, other))
+
+    def __and__(self, other):
+        return _F.bitwise_and(self, other)
+
+    def __rand__(self, other):
+        return _F.bitwise_and(self, other)
+
+    def __iand__(self, other):
+        return self.bitwise_and_(other)
+
+    def __or__(self, other):
+        return _F.bitwise_or(self, other)
+
+    def __ror__(self, other):
+        return _F.bitwise_or(self, other)
+
+    def __ior__(self, other):
+        return self.bitwise_or_(other)
+
+    def __xor__(self, other):
+        return _F.bitwise_xor(self, other)
+
+    def __rxor__(self, other):
+        return _F.bitwise_xor(self, other)
+
+    def __ixor__(self, other):
+        return self.bitwise_xor_(other)
+
+    def __lshift__(self, other):
+        return _F.bitwise_left_shift(self, other)
+
+    def __rlshift__(self, other):
+        return _reflected("bitwise_left_shift", other, self)
+
+    def __ilshift__(self, other):
+        return self.bitwise_left_shift_(other)
+
+    def __rshift__(self, other):
+        return _F.bitwise_right_shift(self, other)
+
+    def __rrshift__(self, other):
+        return _reflected("bitwise_right_shift", other, self)
+
+    def __irshift__(self, other):
+        return self.bitwise_right_shift_(other)
+
+    def __neg__(self):
+        return _F.neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _F.abs(self)
+
+    def __invert__(self):
+        return _F.bitwise_not(self)
+
+    def __eq__(self, other):
+        if not isinstance(other, (Tensor, bool, int, float)):
+            return NotImplemented
+        return _F.eq(self, other)
+
+    def __ne__(self, other):
+        if not isinstance(other, (Tensor, bool, int, float)):
+            return NotImplemented
+        return _F.ne(self, other)
+
+    def __lt__(self, other):
+        return _F.lt(self, other)
+
+    def __le__(self, other):
+        return _F.le(self, other)
+
+    def __gt__(self, other):
+        return _F.gt(self, other)
+
+    def __ge__(self, other):
+        return _F.ge(self, other)
+
+    @property
+    def T(self):
+        n = len(self._shape)
+        if n != 2 and n != 0:
+            import warnings
+            warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+                          "deprecated and it will throw an error in a future release.", UserWarning, stacklevel=2)
+        return _F.permute(self, tuple(range(n - 1, -1, -1)))
+
+    @property
+    def mT(self):
+        if len(self._shape) < 2:
+            raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
+                               f"Got {len(self._shape)}-D tensor.")
+        return _F.transpose(self, -2, -1)
+
+    @property
+    def H(self):
+        return self.T
+
+    @property
+    def mH(self):
+        return self.mT
+
+
+def _reflected(name, scalar, tensor):
+    """`2 / t`: run the operator with the Python number in the first position, where the
+    generated binding (rightly) asks for a Tensor; promotion treats it as a weak scalar."""
+    from pytorchlite.generated import dispatch
+    from pytorchlite._kernels.pointwise import run
+    if not isinstance(scalar, (bool, int, float)):
+        return NotImplemented
+    op = dispatch.TABLE[name]
+    return run(op, (scalar, tensor), tuple(_default_scalar(op, s) for s in op.scalars), None, False)
+
+
+def _default_scalar(op, name):
+    return 1
+
+
+def _wrap_dim(op, dim, ndim):
+    from pytorchlite._argparse import wrap_dim
+    return wrap_dim(op, dim, ndim)
+
+
+class _ArrayView:
+    """Exposes a tensor's memory through __array_interface__ while keeping its storage alive
+    (NumPy holds this object as the array's base)."""
+
+    __slots__ = ("__array_interface__", "_storage")
+
+    def __init__(self, t, npdt):
+        item = npdt.itemsize
+        self._storage = t._storage
+        self.__array_interface__ = {
+            "shape": t._shape,
+            "typestr": npdt.str,
+            "data": (t._storage.ptr + t._offset * item, False),
+            "strides": tuple(s * item for s in t._stride),
+            "version": 3,
+        }
+
+
+def _parse_to(t, args, kwargs):
+    dtype = kwargs.pop("dtype", None)
+    dev = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    non_blocking = kwargs.pop("non_blocking", False)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    for a in args:
+        if isinstance(a, D.dtype):
+            dtype = a
+        elif isinstance(a, (str, _device_cls)) or (isinstance(a, int) and not isinstance(a, bool)):
+            dev = _device_cls(a) if not isinstance(a, int) else _device_cls("cuda", a)
+        elif isinstance(a, Tensor):
+            dtype, dev = a._dtype, a._device
+        elif isinstance(a, bool):
+            non_blocking = a
+        else:
+            raise TypeError(f"to() received an invalid combination of arguments: got {type(a).__name__}")
+    if dev is not None and not isinstance(dev, _device_cls):
+        dev = _device_cls(dev)
+    return dtype, dev, copy, non_blocking
