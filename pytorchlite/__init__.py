@@ -6,7 +6,6 @@ ops.yaml and code-generated (see README.md and DESIGN.md).
     tensor([2., 3.])
 """
 
-import importlib.machinery as _machinery
 import importlib.util as _util
 import os as _os
 import sys as _sys
@@ -21,9 +20,9 @@ def _locate_generated():
     name = __name__ + ".generated"
     if name in _sys.modules:
         return
-    here = _os.path.dirname(_os.path.abspath(__file__))
-    if _os.path.isdir(_os.path.join(here, "generated")):
+    if _util.find_spec(name) is not None:
         return
+    here = _os.path.dirname(_os.path.abspath(__file__))
     src = _os.path.join(_os.path.dirname(here), "generated")
     init = _os.path.join(src, "__init__.py")
     if not _os.path.exists(init):
@@ -33,6 +32,7 @@ def _locate_generated():
     mod = _util.module_from_spec(spec)
     _sys.modules[name] = mod
     spec.loader.exec_module(mod)
+    globals()["generated"] = mod
 
 
 _locate_generated()
