@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # No -march=native: a shipped build must run on any x86-64 (or aarch64); hot loops use
 # function multi-versioning (target_clones) where AVX2 pays.
-CFLAGS = ["-O3", "-std=gnu11", "-fopenmp", "-fno-math-errno", "-Wall", "-Wno-unused-function",
+CFLAGS = ["-O3", "-std=gnu11", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-Wall", "-Wno-unused-function",
           "-Wno-unused-variable", "-Wno-unused-but-set-variable"]
 LDFLAGS = ["-fopenmp"]
 
