@@ -1,7 +1,7 @@
 """DLPack producer/consumer built on ctypes (DLPack v1.1, legacy and versioned capsules).
 
-This module is self-contained (numpy + ctypes only) so that the Tensor class can
-export and import memory without any compiled helper:
+The Python side (numpy + ctypes) builds and reads the structs; the release hooks are
+C functions of the extension (see below):
 
 * :func:`to_dlpack_capsule` wraps a raw buffer (pointer, shape, strides in
   *elements*, dtype code) in a ``PyCapsule`` named ``"dltensor"`` (legacy
@@ -21,32 +21,16 @@ Every exported tensor gets an integer key (its ``manager_ctx`` on the plain
 ctypes path).  ``_LIVE[key]`` holds the owner; the deleter removes the entry.
 ``_live_count()`` reports how many exports are still alive (used by leak tests).
 
-Two release mechanisms
-----------------------
-The obvious implementation makes both the capsule destructor and the
-``DLManagedTensor`` deleter ctypes ``CFUNCTYPE`` callbacks.  That works, and is
-kept as the fallback, but it has one sharp edge that cannot be fixed from
-Python: a ctypes callback is an ordinary Python call, and CPython refuses to
-run one while an exception is *pending* (it turns the pending exception into
-``SystemError: ... returned a result with an exception set``, prints it as
-"unraisable", and the caller then fails with "returned NULL without setting an
-exception").  Capsules and imported tensors are very often released in exactly
-that state: ``np.from_dlpack`` raising ``BufferError`` for a bfloat16 capsule
-decrefs the capsule with the error set, and so does the interpreter when it
-unwinds the value stack of a frame that raised.
-
-So, when it is available, the release path is done entirely in C by borrowing
-numpy's own exported DLPack functions (obtained through the public capsule API
-from capsules numpy itself produces, and self-tested at import): numpy's capsule
-destructor follows the protocol exactly (call the deleter unless the capsule was
-renamed to ``used_*``), and numpy's deleter does
-``PyGILState_Ensure(); PyMem_Free(self); Py_XDECREF(self->manager_ctx)``
-(and does nothing after interpreter finalisation).  We therefore allocate the
-managed struct with ``PyMem_Malloc`` and point ``manager_ctx`` at a tiny
-``_Keeper`` object; when the deleter drops the last reference the keeper's
-``__del__`` removes the owner from ``_LIVE``.  ``__del__`` (unlike a ctypes
-callback) saves and restores a pending exception, so this path is safe in every
-state, from any thread.  ``_BACKEND`` says which path is active.
+Why the release path is C
+-------------------------
+A capsule's destructor and the managed tensor's deleter may run while a Python
+exception is *pending*: ``np.from_dlpack`` raising ``BufferError`` for a bfloat16
+capsule drops the capsule with the error set, and so does the interpreter when it
+unwinds a frame that raised. CPython cannot run a Python-level (ctypes) callback in
+that state, so both live in C (``kernels/dlpack.c``): they save and restore the pending
+exception, take the GIL, ``PyMem_Free`` the managed block and drop the strong reference
+held in ``manager_ctx``. That reference is a tiny ``_Keeper`` whose ``__del__`` removes
+the owner from ``_LIVE``.
 """
 
 import ctypes
@@ -150,13 +134,19 @@ class DLManagedTensorVersioned(ctypes.Structure):
                 ("manager_ctx", ctypes.c_void_p),
                 ("deleter", ctypes.c_void_p),      # void (*)(DLManagedTensorVersioned *)
                 ("flags", ctypes.c_uint64),
-                ("dl_tensor", DLTensor)]           # last, so the struct can grow before it
+                ("dl_tensor", DLTensor)]           # last, so DLTensor can grow in later minor versions
 
 
 # Signature shared by both deleters and by PyCapsule_Destructor: void f(void *).
 # CFUNCTYPE (not PYFUNCTYPE): calling a foreign deleter releases the GIL, which
 # is the state a C consumer would call it in; a deleter that needs the GIL takes it.
 _DELETER_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+def _call_deleter(deleter, managed, _proto=_DELETER_FN):
+    # _proto is bound at definition time so this still works while the module
+    # is being torn down at interpreter exit.
+    _proto(deleter)(managed)
 
 
 # ---------------------------------------------------------------------------
@@ -245,48 +235,16 @@ class _Keeper:
         self._registry.pop(self._key, None)
 
 
-# --- plain ctypes path (fallback): deleters and capsule destructors in Python ---
+# --- release hooks: C functions in the extension (kernels/dlpack.c) ---
 
-_LEGACY_CTX_OFFSET = DLManagedTensor.manager_ctx.offset
-_VERSIONED_CTX_OFFSET = DLManagedTensorVersioned.manager_ctx.offset
+def _extension_hooks():
+    """(capsule destructor, deleter, manager_ctx is a _Keeper) for each versioned flag.
 
-
-def _make_py_deleter(ctx_offset):
-    # Everything the callback needs is bound here, not looked up as a global,
-    # because deleters can run while the module is being torn down.
-    def deleter(managed, _from_address=ctypes.c_void_p.from_address,
-                _free=_PyMem_Free, _registry=_LIVE):
-        key = _from_address(managed + ctx_offset).value
-        _free(managed)
-        _registry.pop(key, None)
-    return _immortal(_DELETER_FN(deleter))
-
-
-def _make_py_capsule_destructor(name_addr, release):
-    def destructor(capsule, _is_valid=_PyCapsule_IsValid_raw,
-                   _get_pointer=_PyCapsule_GetPointer_raw):
-        # A consumer renamed the capsule to used_* and took over the deleter.
-        if not _is_valid(capsule, name_addr):
-            return
-        release(_get_pointer(capsule, name_addr))
-    return _immortal(_DELETER_FN(destructor))
-
-
-_PY_DELETER_LEGACY = _make_py_deleter(_LEGACY_CTX_OFFSET)
-_PY_DELETER_VERSIONED = _make_py_deleter(_VERSIONED_CTX_OFFSET)
-_PY_DESTRUCTOR_LEGACY = _make_py_capsule_destructor(_NAME_LEGACY, _PY_DELETER_LEGACY)
-_PY_DESTRUCTOR_VERSIONED = _make_py_capsule_destructor(_NAME_VERSIONED, _PY_DELETER_VERSIONED)
-
-
-def _addr(fn):
-    return ctypes.cast(fn, ctypes.c_void_p).value
-
-
-# (capsule destructor address, deleter address, manager_ctx is a _Keeper?) per versioned flag
-_CTYPES_HOOKS = {
-    False: (_addr(_PY_DESTRUCTOR_LEGACY), _addr(_PY_DELETER_LEGACY), False),
-    True: (_addr(_PY_DESTRUCTOR_VERSIONED), _addr(_PY_DELETER_VERSIONED), False),
-}
+    They are C because they may run while a Python exception is pending, where no
+    Python-level callback can run (see the module docstring)."""
+    from pytorchlite._C import lib
+    return {False: (lib.ptl_dlpack_hook(0), lib.ptl_dlpack_hook(1), True),
+            True: (lib.ptl_dlpack_hook(2), lib.ptl_dlpack_hook(3), True)}
 
 
 _INT64_P = ctypes.POINTER(ctypes.c_int64)
@@ -349,67 +307,12 @@ def _build_capsule(hooks, versioned, data_ptr, shape, strides, dl_code, bits,
     try:
         return _PyCapsule_New(block, _NAME_VERSIONED if versioned else _NAME_LEGACY, destructor)
     except BaseException:
-        _DELETER_FN(deleter)(block)         # frees the block and releases owner
+        _call_deleter(deleter, block)       # frees the block and releases owner
         raise
 
 
-# --- numpy-C path: borrow numpy's C destructor/deleter (see module docstring) ---
-
-class _Probe:
-    pass
-
-
-def _probe_numpy_hooks():
-    """Return hooks built on numpy's C DLPack functions, or None if unusable.
-
-    The deleter's contract (PyMem_Free the block, decref manager_ctx) is numpy's
-    implementation, not the DLPack spec, so it is only trusted on numpy >= 2.1
-    (where it has had this form, plus the GIL/finalisation guards) and after a
-    self-test that each pair releases exactly one reference.
-    """
-    try:
-        if np.lib.NumpyVersion(np.__version__) < "2.1.0":
-            return None
-        arr = np.zeros(1)
-        hooks = {}
-        for versioned, name in ((False, _NAME_LEGACY), (True, _NAME_VERSIONED)):
-            cap = arr.__dlpack__(max_version=(1, 0)) if versioned else arr.__dlpack__()
-            if not _PyCapsule_IsValid(cap, name):
-                return None
-            struct = DLManagedTensorVersioned if versioned else DLManagedTensor
-            deleter = struct.from_address(_PyCapsule_GetPointer(cap, name)).deleter
-            destructor = _PyCapsule_GetDestructor(cap)
-            if not deleter or not destructor:
-                return None
-            hooks[versioned] = (destructor, deleter, True)
-            del cap                          # numpy releases its own export normally
-        for versioned in (False, True):
-            owner = _Probe()
-            before = sys.getrefcount(owner)
-            cap = _build_capsule(hooks, versioned, 0, (0,), (1,), kDLFloat, 32, kDLCPU, 0, 0, owner)
-            if sys.getrefcount(owner) != before + 1:
-                return None
-            del cap                          # unconsumed: destructor -> deleter -> keeper
-            if sys.getrefcount(owner) != before:
-                return None
-            # Consumed (renamed): the destructor must leave the deleter alone.
-            cap = _build_capsule(hooks, versioned, 0, (0,), (1,), kDLFloat, 32, kDLCPU, 0, 0, owner)
-            ptr = _PyCapsule_GetPointer(cap, _NAME_VERSIONED if versioned else _NAME_LEGACY)
-            _PyCapsule_SetName(cap, _NAME_USED_VERSIONED if versioned else _NAME_USED_LEGACY)
-            del cap
-            if sys.getrefcount(owner) != before + 1:
-                return None
-            _DELETER_FN(hooks[versioned][1])(ptr)
-            if sys.getrefcount(owner) != before:
-                return None
-        return hooks
-    except Exception:   # any surprise just means "use the ctypes fallback"
-        return None
-
-
-_NUMPY_HOOKS = _probe_numpy_hooks()
-_HOOKS = _NUMPY_HOOKS if _NUMPY_HOOKS is not None else _CTYPES_HOOKS
-_BACKEND = "numpy-c" if _NUMPY_HOOKS is not None else "ctypes"
+_HOOKS = _extension_hooks()
+_BACKEND = "c"
 
 
 def _contiguous_strides(shape):
@@ -451,6 +354,8 @@ def to_dlpack_capsule(*, data_ptr, shape, strides, dtype_code, device_type, devi
         dl_code, bits = _TO_DL_DTYPE[dtype_code]
     except (KeyError, TypeError):
         raise ValueError(f"to_dlpack_capsule: unknown pytorchlite dtype code {dtype_code!r}") from None
+    if not data_ptr and 0 not in shape:
+        raise ValueError("to_dlpack_capsule: data_ptr may only be NULL for a tensor with no elements")
     if read_only and not versioned:
         raise BufferError("to_dlpack_capsule: cannot export a read-only tensor as a legacy "
                           "(unversioned) DLPack capsule, which has no read-only flag; the "
@@ -495,17 +400,14 @@ class ImportedTensor:
                 f"strides={self.strides}, dtype_code={self.dtype_code}, "
                 f"device=({self.device_type}, {self.device_id}), read_only={self.read_only})")
 
-    # Class attribute so __del__ works during interpreter teardown.
-    _call_deleter = staticmethod(lambda fn, managed, _proto=_DELETER_FN: _proto(fn)(managed))
-
-    def __del__(self):
+    def __del__(self, _call_deleter=_call_deleter):
         # __del__ runs once per object (PEP 442), and _managed is only set after
         # the capsule was successfully renamed, so the deleter runs exactly once.
         managed = getattr(self, "_managed", None)
         deleter = getattr(self, "_deleter", None)
         self._managed = self._deleter = None
         if managed and deleter:
-            self._call_deleter(deleter, managed)
+            _call_deleter(deleter, managed)
 
 
 def _device_str(device_type, device_id):
@@ -554,7 +456,7 @@ def from_dlpack_capsule(capsule):
             # version; take ownership and release it right away.
             _mark_used(capsule, True)
             if managed.deleter:
-                _DELETER_FN(managed.deleter)(ptr)
+                _call_deleter(managed.deleter, ptr)
             raise BufferError(f"from_dlpack_capsule: unsupported DLPack version {major}.{minor} "
                               f"(this consumer understands major version {DLPACK_MAJOR_VERSION})")
         flags = managed.flags

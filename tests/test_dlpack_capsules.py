@@ -1,8 +1,7 @@
 """Tests for pytorchlite._dlpack: capsule production/consumption against numpy and torch.
 
-Most tests run on both release backends of the module: "numpy-c" (numpy's C
-destructor/deleter, the default when available) and "ctypes" (pure ctypes
-callbacks, the fallback).  See the module docstring for why both exist.
+The release path (capsule destructor and deleter) is C, in kernels/dlpack.c: see the
+module docstring for why.
 """
 
 import ctypes
@@ -25,15 +24,10 @@ TORCH_NAMES = {0: "bool", 1: "uint8", 2: "int8", 3: "int16", 4: "int32", 5: "int
                6: "float16", 7: "bfloat16", 8: "float32", 9: "float64"}
 
 
-@pytest.fixture(params=["numpy-c", "ctypes"])
-def backend(request, monkeypatch):
-    if request.param == "numpy-c":
-        if dl._NUMPY_HOOKS is None:
-            pytest.skip("numpy C DLPack functions unavailable; module uses the ctypes fallback")
-        monkeypatch.setattr(dl, "_HOOKS", dl._NUMPY_HOOKS)
-    else:
-        monkeypatch.setattr(dl, "_HOOKS", dl._CTYPES_HOOKS)
-    return request.param
+@pytest.fixture
+def backend():
+    """The release hooks are the extension's C functions (kernels/dlpack.c)."""
+    return dl._BACKEND
 
 
 class Owner:
@@ -122,9 +116,10 @@ def test_struct_layout_matches_dlpack_h():
     assert dl.DLManagedTensorVersioned.dl_tensor.offset == 32
 
 
-def test_default_backend_is_numpy_c_on_modern_numpy():
-    if np.lib.NumpyVersion(np.__version__) >= "2.1.0":
-        assert dl._BACKEND == "numpy-c"
+def test_release_hooks_are_the_extensions_c_functions():
+    assert dl._BACKEND == "c"
+    from pytorchlite._C import lib
+    assert dl._HOOKS[False][0] == lib.ptl_dlpack_hook(0) and dl._HOOKS[True][1] == lib.ptl_dlpack_hook(3)
 
 
 # ---------------------------------------------------------------------------
@@ -458,10 +453,13 @@ def test_invalid_capsules_and_arguments(backend):
     with pytest.raises(ValueError, match="not a DLPack capsule"):
         dl.from_dlpack_capsule(foreign)
     with pytest.raises(ValueError):
-        dl.to_dlpack_capsule(data_ptr=0, shape=(2,), strides=(1, 1), dtype_code=8,
+        dl.to_dlpack_capsule(data_ptr=8, shape=(2,), strides=(1, 1), dtype_code=8,
+                             device_type=1, device_id=0, owner=None, versioned=True)
+    with pytest.raises(ValueError, match="NULL"):
+        dl.to_dlpack_capsule(data_ptr=0, shape=(2,), strides=(1,), dtype_code=8,
                              device_type=1, device_id=0, owner=None, versioned=True)
     with pytest.raises(ValueError):
-        dl.to_dlpack_capsule(data_ptr=0, shape=(2,), strides=(1,), dtype_code=42,
+        dl.to_dlpack_capsule(data_ptr=8, shape=(2,), strides=(1,), dtype_code=42,
                              device_type=1, device_id=0, owner=None, versioned=True)
     assert dl._live_count() == 0
 
@@ -564,6 +562,32 @@ def test_no_leak_over_many_cycles(backend, versioned):
     assert sys.getrefcount(arr) == base_refs
 
 
+def test_concurrent_produce_consume(backend):
+    arr = np.arange(8, dtype=np.int64)
+    errors = []
+
+    def work():
+        try:
+            for i in range(2_000):
+                cap = capsule_over(arr, versioned=bool(i % 2))
+                if i % 3:
+                    imp = dl.from_dlpack_capsule(cap)
+                    assert ctypes.c_int64.from_address(imp.data_ptr + 8 * 7).value == 7
+                    del imp
+                del cap
+        except BaseException as e:   # surfaced in the main thread below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    gc.collect()
+    assert dl._live_count() == 0
+
+
 def test_no_leak_torch_cycles(backend):
     torch = pytest.importorskip("torch")
     arr = np.arange(6, dtype=np.float32)
@@ -572,18 +596,16 @@ def test_no_leak_torch_cycles(backend):
     for _ in range(2_000):
         t = torch.from_dlpack(exp)
         del t
-    exp.calls.clear()
+    del exp                                  # its closure holds a reference to arr
     gc.collect()
     assert dl._live_count() == 0 and sys.getrefcount(arr) == base_refs
 
 
 # ---------------------------------------------------------------------------
-# Release with a Python exception in flight (only safe on the numpy-C backend)
+# Release with a Python exception in flight (why the release hooks are C)
 # ---------------------------------------------------------------------------
 
 def test_release_with_pending_exception_is_safe():
-    if dl._NUMPY_HOOKS is None:
-        pytest.skip("ctypes fallback cannot release safely while an exception is pending")
     torch = pytest.importorskip("torch")
     owner = Owner(np.zeros(4, dtype=np.uint16))
     ref = weakref.ref(owner)
