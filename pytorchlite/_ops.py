@@ -47,14 +47,15 @@ class KernelOp(OpInfo):
         fn = self._resolved.get(dt)
         if fn is not None:
             return fn
+        if dt == "cuda":
+            # say why CUDA is unusable (no driver, no package...) before anything else
+            from pytorchlite import cuda
+            cuda._lazy_init()
         target = self.kernels.get(dt) or self.kernels.get("any")
         if target is None:
             raise NotImplementedError(
                 f"{self.name}(): no kernel for device '{dt}'; ops.yaml declares it for "
                 f"{', '.join(sorted(self.kernels))}")
-        if dt == "cuda":
-            from pytorchlite import cuda
-            cuda._lazy_init()
         module, _, attr = target.rpartition(".")
         fn = getattr(importlib.import_module(module), attr)
         self._resolved[dt] = fn
