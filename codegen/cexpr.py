@@ -31,6 +31,7 @@ FUNCTIONS = {
     "nextafter": (2, "f"), "logaddexp": (2, "f"), "logaddexp2": (2, "f"), "xlogy": (2, "f"),
     "clamp": (3, "fi"), "clamp_min": (2, "fi"), "clamp_max": (2, "fi"),
     "lerp": (3, "f"),
+    "lshift": (2, "i"), "rshift": (2, "i"),
 }
 
 _BINARY = [  # lowest to highest precedence

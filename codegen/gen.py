@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import jinja2
 
 from . import cexpr
+from .derivatives import binding_lines, load_derivative_entries, render_nodes
 from .model import ALL_DTYPES, DTYPE_CLASS, CodegenError, Operator, load_ops
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -162,7 +163,8 @@ def _check_line(op_name, arg, var, pos, tensor_scalar):
     pn = arg.python_name
     if t.is_tensor:
         if tensor_scalar:
-            return (f"if not isinstance({var}, (_Tensor, bool, int, float)): "
+            none_ok = f"{var} is not None and " if t.optional else ""
+            return (f"if {none_ok}not isinstance({var}, (_Tensor, bool, int, float)): "
                     f"raise _a.type_error({op_name!r}, {pn!r}, {pos_txt}, 'Tensor or Number', {var})")
         if t.optional:
             return (f"if {var} is not None and not isinstance({var}, _Tensor): "
@@ -235,7 +237,10 @@ def _doc_literal(op, public_name):
     return '"""' + "\n    ".join(lines) + '\n    """'
 
 
-def _bindings(op):
+def _bindings(op, deriv=None):
+    """The Python functions for one operator: function, method and in-place forms (the
+    out= form is the function's `out=` argument). With a derivatives.yaml entry, each
+    starts with the autograd path (see codegen/derivatives.py: binding_lines)."""
     out = []
     name = op.name
     public = op.name
@@ -274,11 +279,23 @@ def _bindings(op):
                 continue
             argvars.append("self" if (method and a.name == "self") else _pyname(a))
         target = "self" if inplace else ("out" if with_out else "None")
+
+        def var_of(arg_name, _method=method):
+            a = next(x for x in op.schema.arguments if x.name == arg_name)
+            return "self" if (_method and arg_name == "self") else _pyname(a)
+        # ops like copy_ and fill_ mutate their first argument in every form
+        mutates = inplace or bool(op.schema.arguments and op.schema.arguments[0].type.is_mutable)
         if op.kind == "pointwise":
             tensors = [("self" if (method and a.name == "self") else _pyname(a)) for a in op.schema.arguments if a.type.is_tensor]
             scalars = [_pyname(a) for a in op.schema.arguments if a.type.base == "Scalar"]
-            lines.append(f"return _pw_run(_d.OP_{name}, ({', '.join(tensors)},), ({''.join(s + ', ' for s in scalars)}), "
-                         f"{target}, {inplace})")
+
+            def pw_call(tgt, _tensors=tensors, _scalars=scalars, _inplace=inplace):
+                return (f"_pw_run(_d.OP_{name}, ({', '.join(_tensors)},), ({''.join(s + ', ' for s in _scalars)}), "
+                        f"{tgt}, {_inplace})")
+            if deriv is not None:
+                lines.extend(binding_lines(deriv, op, var_of, [f"_result = {pw_call('self' if inplace else 'None')}"],
+                                           mutates, with_out, runs_kernel=False))
+            lines.append(f"return {pw_call(target)}")
         elif op.kind == "kernel":
             tensor_vars = [("self" if (method and a.name == "self") else _pyname(a)) for a in op.schema.arguments
                            if a.type.is_tensor and a not in outs]
@@ -292,22 +309,45 @@ def _bindings(op):
                 dev = "_a.factory_device(device)"
             else:
                 dev = "_a.CPU"
-            lines.append(f"_result = _d.OP_{name}.kernel({dev})({', '.join(argvars)})")
+            kcall = f"_d.OP_{name}.kernel({dev})({', '.join(argvars)})"
+            if deriv is not None:
+                run = [f"_result = {kcall}"]
+                if inplace:
+                    run.append(f"_result = _a.write_inplace({name + '_'!r}, _result, self)")
+                lines.extend(binding_lines(deriv, op, var_of, run, mutates, with_out, runs_kernel=True))
+            lines.append(f"_result = {kcall}")
             lines.append(_finish(name, inplace, with_out))
         else:
             if method:
                 lines.insert(0, "input = self")
             elif any(a.name == "self" for a in op.schema.arguments):
                 lines.insert(0, "self = input")
+            target = "self"
+            if inplace:
+                # Autograd: the functional result is computed from a (recorded) copy of self,
+                # so what its parts save of self is not overwritten when the result is
+                # written back into self (PyTorch's in-place ops save the original likewise).
+                target = "_target"
+                lines.append("_target = self")
+                lines.append("if self._requires_grad and _gm.grad: self = input = self.clone()")
             src = op.composite.strip()
             if "\n" in src or src.startswith("return "):
                 body = [ln for ln in src.split("\n")]
                 if with_out or inplace:
-                    raise CodegenError(f"{op.where}: a multi-line composite cannot have inplace/out variants yet")
-                lines.extend(body)
+                    # The body returns the functional result; run it as a local function
+                    # (arguments passed explicitly, so the body may rebind them) and write
+                    # that result into self / out like the one-line form does.
+                    params = ", ".join(dict.fromkeys(
+                        ["self"] + argvars if any(a.name == "self" for a in op.schema.arguments) else argvars))
+                    lines.append(f"def _body({params}):")
+                    lines.extend("    " + ln if ln.strip() else ln for ln in body)
+                    lines.append(f"_result = _body({params})")
+                    lines.append(_finish(name, inplace, with_out, target))
+                else:
+                    lines.extend(body)
             else:
                 lines.append(f"_result = ({src})")
-                lines.append(_finish(name, inplace, with_out))
+                lines.append(_finish(name, inplace, with_out, target))
         if inplace:
             pyname = f"_m_{name}_"
         elif method:
@@ -319,9 +359,9 @@ def _bindings(op):
     return out
 
 
-def _finish(name, inplace, with_out):
+def _finish(name, inplace, with_out, target="self"):
     if inplace:
-        return f"return _a.write_inplace({name + '_'!r}, _result, self)"
+        return f"return _a.write_inplace({name + '_'!r}, _result, {target})"
     if with_out:
         return f"return _result if out is None else _a.write_out({name!r}, _result, out)"
     return "return _result"
@@ -338,8 +378,7 @@ def _env():
 def render_all(root=ROOT):
     """Return {relative path: content} for everything codegen writes."""
     ops = load_ops(os.path.join(root, "ops.yaml"))
-    from .derivatives import load_derivatives
-    derivs = load_derivatives(os.path.join(root, "derivatives.yaml"), ops)
+    derivs = load_derivative_entries(os.path.join(root, "derivatives.yaml"), ops)
     env = _env()
     pw_views = [PointwiseView(op) for op in ops if op.kind == "pointwise"]
 
@@ -358,7 +397,7 @@ def render_all(root=ROOT):
     bindings = []
     exports, methods = {}, []
     for op in ops:
-        bs = _bindings(op)
+        bs = _bindings(op, derivs.get(op.name))
         bindings.append({"bindings": bs})
         mod = op.python_module
         public = op.name
@@ -378,8 +417,8 @@ def render_all(root=ROOT):
         "generated/functions.py": env.get_template("functions.py.j2").render(
             header=HEADER, ops=bindings, exports=sorted(exports.items()), methods=methods),
         "generated/__init__.py": f"# {HEADER}\n",
+        "generated/autograd_nodes.py": render_nodes(env, derivs),
     }
-    files.update(derivs)
     return files
 
 

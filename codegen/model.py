@@ -27,7 +27,7 @@ DTYPE_GROUPS["all"] = DTYPE_GROUPS["bool"] + DTYPE_GROUPS["integral"] + DTYPE_GR
 ALL_DTYPES = DTYPE_GROUPS["all"]
 DTYPE_CLASS = {d: ("b" if d == "bool" else "i" if d in DTYPE_GROUPS["integral"] else "f")
                for d in ALL_DTYPES}
-PROMOTIONS = ("default", "int_to_float", "bool_out", "int_out", "first")
+PROMOTIONS = ("default", "int_to_float", "bool_out", "int_out", "first", "where")
 VARIANTS = ("function", "method", "inplace", "out")
 DEVICES = ("cpu", "cuda", "any")
 PYTHON_MODULES = ("", "linalg", "nn.functional", "special", "fft")

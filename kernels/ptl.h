@@ -428,6 +428,25 @@ static inline bool ptl_minimum_b8(bool a, bool b) { return a && b; }
 static inline bool ptl_fmax_b8(bool a, bool b) { return a || b; }
 static inline bool ptl_fmin_b8(bool a, bool b) { return a && b; }
 
+/* ---- bit shifts as PyTorch defines them (pointwise section) --------------------------
+ * C leaves shifts by a negative amount or by >= the bit width undefined; PyTorch gives
+ * 0 for such left shifts, and for right shifts the sign fill (signed) or 0 (unsigned). */
+#define PTL_SHIFT_FUNCS(T, sfx, UT, SIGNED)                                                    \
+    static inline T ptl_lshift_##sfx(T a, T b) {                                               \
+        if ((UT)b >= sizeof(T) * 8) return 0;                                                  \
+        return (T)((UT)a << b);                                                                \
+    }                                                                                          \
+    static inline T ptl_rshift_##sfx(T a, T b) {                                               \
+        const UT max_shift = (UT)(sizeof(T) * 8 - (SIGNED));                                   \
+        if ((UT)b >= max_shift) return SIGNED ? (T)(a >> (sizeof(T) * 8 - 1)) : (T)0;          \
+        return (T)(a >> b);                                                                    \
+    }
+PTL_SHIFT_FUNCS(int8_t, i8, uint8_t, 1)
+PTL_SHIFT_FUNCS(int16_t, i16, uint16_t, 1)
+PTL_SHIFT_FUNCS(int32_t, i32, uint32_t, 1)
+PTL_SHIFT_FUNCS(int64_t, i64, uint64_t, 1)
+PTL_SHIFT_FUNCS(uint8_t, u8, uint8_t, 0)
+
 /* ---- the pointwise iterator (runtime.c) -------------------------------------------- */
 
 /* One inner loop: n elements; data[k] and strides[k] (in bytes) for operand k, output first. */

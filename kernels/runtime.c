@@ -44,9 +44,17 @@ int ptl_has_openmp(void) {
  * Large blocks are kept after free in a small bounded cache: a fresh large allocation
  * from the kernel costs a page fault per 4 KiB on first touch (about 5x the cost of the
  * arithmetic for a pointwise op), and training loops ask for the same sizes again and
- * again. Small blocks go straight to malloc, which is fast for them already. */
+ * again. Small blocks go straight to malloc, which is fast for them already.
+ *
+ * Every block carries a header just below the user pointer holding its real size and
+ * the address malloc returned. The cache may hand out a block up to 25% larger than
+ * asked, and the caller frees with the size it asked for: without the header the
+ * statistics would drift and the cache would lose track of the block's true size.
+ * Blocks come from malloc aligned by hand (posix_memalign costs ~5x malloc for the small
+ * blocks every op result needs). */
 
 #define PTL_ALIGN 64
+#define PTL_HEADER 16
 #define PTL_CACHE_MIN_BYTES (256 * 1024)
 #define PTL_CACHE_SLOTS 64
 
@@ -64,11 +72,22 @@ static int64_t round_size(int64_t nbytes) {
     return (nbytes + 4095) & ~(int64_t)4095;
 }
 
+/* the header: [real size, malloc's address] in the 16 bytes below the user pointer */
+static int64_t block_size(void *p) { return ((int64_t *)p)[-2]; }
+static void block_release(void *p) { free((void *)(intptr_t)((int64_t *)p)[-1]); }
+
+/* caller holds cache_lock */
+static void count_allocated(int64_t size) {
+    stat_allocated += size;
+    if (stat_allocated > stat_peak) stat_peak = stat_allocated;
+}
+
 void *ptl_alloc(int64_t nbytes) {
+    if (nbytes < 0 || nbytes > INT64_MAX / 2) return NULL;
     int64_t size = round_size(nbytes);
-    void *p = NULL;
-    pthread_mutex_lock(&cache_lock);
     if (size >= PTL_CACHE_MIN_BYTES) {
+        void *p = NULL;
+        pthread_mutex_lock(&cache_lock);
         /* best fit, but never hand out a block more than 25% larger than asked */
         int best = -1;
         for (int i = 0; i < cache_count; i++) {
@@ -78,26 +97,31 @@ void *ptl_alloc(int64_t nbytes) {
         }
         if (best >= 0) {
             p = cache[best].ptr;
-            size = cache[best].size;
-            cache_bytes -= size;
+            cache_bytes -= cache[best].size;
+            count_allocated(cache[best].size);
             cache[best] = cache[--cache_count];
             stat_hits++;
         } else {
             stat_misses++;
         }
+        pthread_mutex_unlock(&cache_lock);
+        if (p) return p;
     }
-    pthread_mutex_unlock(&cache_lock);
-    if (!p && posix_memalign(&p, PTL_ALIGN, (size_t)size) != 0) return NULL;
+    char *base = malloc((size_t)(size + PTL_HEADER + PTL_ALIGN));
+    if (!base) return NULL;
+    char *p = (char *)(((uintptr_t)base + PTL_HEADER + PTL_ALIGN - 1) & ~(uintptr_t)(PTL_ALIGN - 1));
+    ((int64_t *)p)[-2] = size;
+    ((int64_t *)p)[-1] = (int64_t)(intptr_t)base;
     pthread_mutex_lock(&cache_lock);
-    stat_allocated += size;
-    if (stat_allocated > stat_peak) stat_peak = stat_allocated;
+    count_allocated(size);
     pthread_mutex_unlock(&cache_lock);
     return p;
 }
 
 void ptl_free(void *p, int64_t nbytes) {
+    (void)nbytes; /* the header knows the real size */
     if (!p) return;
-    int64_t size = round_size(nbytes);
+    int64_t size = block_size(p);
     pthread_mutex_lock(&cache_lock);
     stat_allocated -= size;
     if (size >= PTL_CACHE_MIN_BYTES && cache_count < PTL_CACHE_SLOTS && cache_bytes + size <= cache_limit) {
@@ -108,20 +132,36 @@ void ptl_free(void *p, int64_t nbytes) {
         p = NULL;
     }
     pthread_mutex_unlock(&cache_lock);
-    free(p);
+    if (p) block_release(p);
+}
+
+/* The same two entry points with addresses as integers: the Python side keeps storage
+ * addresses as ints, and cffi converts those without building a pointer object, which
+ * is a measurable part of a small op's cost. */
+intptr_t ptl_alloc_addr(int64_t nbytes) { return (intptr_t)ptl_alloc(nbytes); }
+
+void ptl_free_addr(intptr_t p, int64_t nbytes) { ptl_free((void *)p, nbytes); }
+
+/* caller holds cache_lock; frees cached blocks until at most `keep` bytes stay cached */
+static void trim_cache(int64_t keep) {
+    while (cache_count > 0 && cache_bytes > keep) {
+        cached_block b = cache[--cache_count];
+        cache_bytes -= b.size;
+        block_release(b.ptr);
+    }
 }
 
 void ptl_empty_cache(void) {
     pthread_mutex_lock(&cache_lock);
-    for (int i = 0; i < cache_count; i++) free(cache[i].ptr);
-    cache_count = 0;
-    cache_bytes = 0;
+    trim_cache(0);
     pthread_mutex_unlock(&cache_lock);
 }
 
 void ptl_set_cache_limit(int64_t bytes) {
+    pthread_mutex_lock(&cache_lock);
     cache_limit = bytes < 0 ? 0 : bytes;
-    if (cache_bytes > cache_limit) ptl_empty_cache();
+    trim_cache(cache_limit);
+    pthread_mutex_unlock(&cache_lock);
 }
 
 /* stats: allocated, peak, cached, cache hits, cache misses, cache limit */
@@ -401,4 +441,22 @@ int ptl_fill(const ptl_tensor *t, double d, int64_t i) {
     if (t->dtype < 0 || t->dtype >= PTL_NUM_DTYPES) return PTL_ERR_DTYPE;
     ptl_scalar sc = {d, i};
     return ptl_run_pointwise(1, t, fill_table[t->dtype], &sc);
+}
+
+/* ---- descriptors ---------------------------------------------------------------------
+ * Filling a descriptor field by field from Python costs a cffi attribute write each (a
+ * microsecond per tensor); one call with the sizes and strides as arrays is half that. */
+
+int ptl_set_desc(ptl_tensor *ts, int k, intptr_t data, int dtype, int ndim, const int64_t *sizes,
+                 const int64_t *strides) {
+    if (ndim < 0 || ndim > PTL_MAX_DIMS) return PTL_ERR_NDIM;
+    ptl_tensor *d = ts + k;
+    d->data = (void *)data;
+    d->dtype = dtype;
+    d->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        d->sizes[i] = sizes[i];
+        d->strides[i] = strides[i];
+    }
+    return PTL_OK;
 }

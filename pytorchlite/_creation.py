@@ -1,6 +1,7 @@
 """tensor / as_tensor / from_numpy: building tensors from Python data and NumPy arrays."""
 
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -10,36 +11,66 @@ from pytorchlite._storage import Storage
 from pytorchlite._tensor import Tensor, make
 
 
+def _unsupported_numpy(npdt):
+    return (f"can't convert np.ndarray of type numpy.{npdt.type.__name__}. The only supported types are: "
+            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+
+
+def _enter(shape, depth, n):
+    """Record (first visit) or check the length `n` of a sequence met at `depth`."""
+    if depth == len(shape):
+        shape.append(n)
+    elif shape[depth] != n:
+        raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {n})")
+
+
 def _infer(data, shape, depth, flat, kinds):
-    """Walk nested sequences: fill `shape` at first visit of each depth, check every
-    other sequence against it, collect scalars in `flat` and their kinds."""
-    if isinstance(data, Tensor):
-        if data._shape:
-            data = data.tolist() if data._dtype is not D.bfloat16 else data.float().tolist()
-            kinds.add("t:" + "float" if False else "tensor")
+    """Walk nested sequences: fill `shape` at the first visit of each depth, check every
+    other sequence against it, collect the scalars in `flat` and their kinds (a dtype for
+    values that carry one: NumPy arrays and scalars, tensors; else 'bool'/'int'/'float')."""
+    if isinstance(data, (Tensor, np.ndarray)):
+        if isinstance(data, Tensor):
+            dt = data._dtype
+            values = data.detach().float() if dt is D.bfloat16 else data.detach()
+            values = values._values_f64()
         else:
-            kinds.add(data._dtype)
-            flat.append(data.item())
-            if depth != len(shape):
-                raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got 0-d tensor)")
-            return
-    if isinstance(data, np.ndarray):
-        kinds.add(D.from_numpy_dtype(data.dtype) or D.float64)
-        data = data.tolist()
-    if isinstance(data, (list, tuple)):
-        n = len(data)
+            dt = D.from_numpy_dtype(data.dtype)
+            if dt is None:
+                raise TypeError(_unsupported_numpy(data.dtype))
+            values = data
+        if depth < len(shape) and (len(shape) - depth != values.ndim or
+                                   tuple(shape[depth:]) != tuple(values.shape)):
+            got = values.shape[0] if values.ndim else type(data).__name__ + " of 0 dims"
+            raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {got})")
         if depth == len(shape):
-            if flat:
-                raise ValueError(f"expected sequence of length ... at dim {depth} (got {n})")
-            shape.append(n)
-        elif shape[depth] != n:
-            raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {n})")
+            if flat and values.ndim:
+                raise ValueError(f"expected a number at dim {depth} (got a sequence of length {values.shape[0]})")
+            shape.extend(values.shape)
+        kinds.add(dt)
+        flat.extend(np.asarray(values).ravel().tolist())
+        return
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+    if isinstance(data, (list, tuple, range)) or (isinstance(data, Sequence) and not isinstance(data, np.generic)):
+        n = len(data)
+        if depth == len(shape) and flat:
+            # numbers were already found at this depth: the nesting is ragged
+            raise ValueError(f"expected a number at dim {depth} (got a sequence of length {n})")
+        _enter(shape, depth, n)
         for x in data:
             _infer(x, shape, depth + 1, flat, kinds)
         return
     if depth != len(shape):
         raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {type(data).__name__})")
-    if isinstance(data, bool) or isinstance(data, np.bool_):
+    if isinstance(data, np.generic):
+        # NumPy scalars carry their dtype, as in PyTorch: np.float64(1.5) gives float64
+        dt = D.from_numpy_dtype(data.dtype)
+        if dt is None:
+            raise TypeError(f"can't convert np.{type(data).__name__} scalars: unsupported dtype {data.dtype}")
+        kinds.add(dt)
+        flat.append(data.item())
+        return
+    if isinstance(data, bool):
         kinds.add("bool")
     elif isinstance(data, numbers.Integral):
         kinds.add("int")
@@ -48,7 +79,7 @@ def _infer(data, shape, depth, flat, kinds):
     elif isinstance(data, numbers.Complex):
         raise TypeError("complex tensors are not supported by pytorchlite")
     else:
-        raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+        raise RuntimeError(f"Could not infer dtype of {type(data).__name__}")
     flat.append(data)
 
 
@@ -58,29 +89,66 @@ def _dtype_of(kinds):
         if isinstance(k, D.dtype):
             d = k
         else:
-            d = {"bool": D.bool, "int": D.int64, "float": D.get_default_dtype()}.get(k)
-            if d is None:
-                continue
+            d = {"bool": D.bool, "int": D.int64, "float": D.get_default_dtype()}[k]
         result = d if result is None else D.promote_types(result, d)
     return result or D.get_default_dtype()
 
 
-def _from_values(values, shape, dtype, device):
-    from pytorchlite._kernels.pointwise import _empty, copy_into
-    t = _empty(tuple(shape), dtype, CPU)
-    if dtype is D.bfloat16:
-        tmp = _empty(tuple(shape), D.float32, CPU)
-        tmp._numpy_view()[...] = np.asarray(values, dtype=np.float64).reshape(shape)
-        copy_into(t, tmp)
-    elif t.numel():
+_INT64_MAX = 2**63 - 1
+
+
+def _check_range(arr, dtype):
+    """PyTorch's checks when Python numbers are stored in an integer dtype: every int must
+    fit int64, and the value must fit the dtype (negative ints may wrap into unsigned
+    types, as in two's complement; floats may not)."""
+    if dtype is D.bool or dtype.is_floating_point or arr.size == 0:
+        return
+    if arr.dtype == object or (arr.dtype.kind == "u" and arr.max() > _INT64_MAX):
+        raise ValueError("Overflow when unpacking long long")
+    info = np.iinfo(dtype.np_dtype)
+    if arr.dtype.kind == "f":
+        bad = np.isnan(arr) | (arr < info.min) | (arr > info.max)
+    elif arr.dtype.kind in "iu":
+        bad = (arr < (-info.max if info.min == 0 else info.min)) | (arr > info.max)
+    else:
+        return
+    if bad.any():
+        raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+
+
+def _from_values(values, shape, dtype, device, checked=False):
+    """A new tensor of `shape` and `dtype` holding `values` (a flat list or an array).
+    checked: values are Python numbers, validated against the dtype as PyTorch does."""
+    from pytorchlite._kernels.pointwise import _empty
+    shape = tuple(shape)
+    t = _empty(shape, dtype, CPU)
+    if t.numel():
         arr = np.asarray(values)
-        if arr.dtype.kind == "f" and dtype.np_dtype.kind in "iub":
-            arr = np.trunc(arr)
-        t._numpy_view()[...] = arr.reshape(shape).astype(dtype.np_dtype, copy=False) if dtype is not D.bool \
-            else (arr.reshape(shape) != 0)
+        if checked:
+            _check_range(arr, dtype)
+        with np.errstate(over="ignore", invalid="ignore"):   # overflow to inf is the expected result
+            _store(t, arr.reshape(shape))
     if device is not None and _device(device) != CPU:
         t = t.to(_device(device))
     return t
+
+
+def _store(t, arr):
+    """Write array `arr` (t's shape, any NumPy dtype) into the new CPU tensor t."""
+    from pytorchlite._kernels.pointwise import _empty, copy_into
+    dtype = t._dtype
+    if dtype is D.bfloat16 or (dtype is D.float16 and not (arr.dtype.kind == "f" and arr.dtype.itemsize <= 4)):
+        # PyTorch rounds to 16-bit floats through float32 (c10::Half and BFloat16 are
+        # built from a float): this double rounding is its result; copy_ does the last step
+        tmp = _empty(t._shape, D.float32, CPU)
+        tmp._numpy_view()[...] = arr.astype(np.float64) if arr.dtype == object else arr
+        copy_into(t, tmp)
+    elif dtype is D.bool:
+        t._numpy_view()[...] = arr != 0
+    else:
+        if arr.dtype.kind == "f" and dtype.np_dtype.kind in "iu":
+            arr = np.trunc(arr)      # float -> int truncates toward zero
+        t._numpy_view()[...] = arr.astype(dtype.np_dtype, copy=False)
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
@@ -102,16 +170,13 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     elif isinstance(data, np.ndarray):
         src = D.from_numpy_dtype(data.dtype)
         if src is None:
-            raise TypeError(f"can't convert np.ndarray of type {data.dtype}. The only supported types are: "
-                            "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+            raise TypeError(_unsupported_numpy(data.dtype))
         t = _from_values(np.ascontiguousarray(data), data.shape, dtype or src, device)
     else:
         shape, flat, kinds = [], [], set()
-        if isinstance(data, (str, bytes, dict, set)) or data is None:
-            raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
         _infer(data, shape, 0, flat, kinds)
         dt = dtype or _dtype_of(kinds)
-        t = _from_values(flat, shape, dt, device)
+        t = _from_values(flat, shape, dt, device, checked=True)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -131,10 +196,18 @@ def from_numpy(ndarray):
     """
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if not ndarray.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order. "
+                         "Conversion between byte orders is currently not supported.")
     dt = D.from_numpy_dtype(ndarray.dtype)
     if dt is None:
-        raise TypeError(f"can't convert np.ndarray of type {ndarray.dtype}. The only supported types are: "
-                        "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
+        raise TypeError(_unsupported_numpy(ndarray.dtype))
+    if not ndarray.flags.writeable:
+        import warnings
+        warnings.warn("The given NumPy array is not writable, and pytorchlite does not support non-writable "
+                      "tensors. This means writing to this tensor will result in undefined behavior. You may "
+                      "want to copy the array to protect its data or make it writable before converting it to "
+                      "a tensor.", UserWarning, stacklevel=2)
     item = ndarray.itemsize
     if any(s < 0 for s in ndarray.strides):
         raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "

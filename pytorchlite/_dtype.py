@@ -152,7 +152,9 @@ def get_default_dtype():
 def set_default_dtype(d):
     """Set the default floating point dtype; only float32 and float64 (and the 16-bit
     floats) are accepted, as in PyTorch."""
-    if not isinstance(d, dtype) or not d.is_floating_point:
+    if not isinstance(d, dtype):
+        raise TypeError("invalid dtype object: only floating-point types are supported as the default type")
+    if not d.is_floating_point:
         raise TypeError("only floating-point types are supported as the default type")
     with _default_lock:
         _default[0] = d

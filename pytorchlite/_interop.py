@@ -23,7 +23,7 @@ def dlpack_device(t):
 def to_dlpack(t, *, stream=None, max_version=None, dl_device=None, copy=None):
     from pytorchlite import _dlpack
     if t._requires_grad:
-        raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
     if copy:
         t = t.clone()
     if t._device.type == "cpu" and stream is not None:
@@ -62,6 +62,10 @@ def from_dlpack(ext_tensor):
         dev = _device("cuda", imp.device_id)
     else:
         raise BufferError(f"from_dlpack: unsupported device type {imp.device_type}")
+    if any(s < 0 for s in imp.strides):
+        # tensors never have negative strides here (as in PyTorch's from_numpy)
+        raise BufferError(f"from_dlpack: negative strides {tuple(imp.strides)} are not supported; "
+                          "make a copy of the producer's array first")
     item = dt.itemsize
     extent = item + sum((n - 1) * s * item for n, s in zip(imp.shape, imp.strides)) if all(imp.shape) else 0
     st = Storage(imp.data_ptr, extent, dev, owner=imp)

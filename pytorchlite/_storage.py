@@ -5,7 +5,7 @@ last reference goes: CPython refcounting, no finaliser queue), or borrows memory
 foreign owner keeps alive (a NumPy array, an imported DLPack tensor, shared memory).
 """
 
-from pytorchlite._C import lib
+from pytorchlite._C import ffi as _ffi, lib
 from pytorchlite._device import CPU
 
 
@@ -24,10 +24,18 @@ class Storage:
         if device.type != "cpu":
             from pytorchlite import cuda
             return cuda._allocate_storage(nbytes, device)
-        p = lib.ptl_alloc(nbytes)
-        if p == _NULL:
+        # This runs once per op result, so it skips __init__ and the pointer casts: the
+        # allocator hands back an integer address and takes one back (see runtime.c).
+        p = _alloc_addr(nbytes)
+        if not p:
             raise RuntimeError(f"[CPU allocator] out of memory: tried to allocate {nbytes} bytes")
-        return Storage(int(_ffi.cast("uintptr_t", p)), nbytes, device, None, _free_cpu)
+        s = _new(Storage)
+        s.ptr = p
+        s.nbytes = nbytes
+        s.device = device
+        s._owner = None
+        s._free = _free_addr
+        return s
 
     def __del__(self):
         free = self._free
@@ -39,11 +47,13 @@ class Storage:
         return self.nbytes
 
 
-from pytorchlite._C import ffi as _ffi  # noqa: E402
-
+_new = object.__new__
+_alloc_addr = lib.ptl_alloc_addr
+_free_addr = lib.ptl_free_addr
 _NULL = _ffi.NULL
 _void_p = _ffi.cast
 
 
 def _free_cpu(ptr, nbytes, _lib=lib, _cast=_ffi.cast):
+    """Free an address from the CPU allocator (for storages built by hand over ptl_alloc)."""
     _lib.ptl_free(_cast("void *", ptr), nbytes)

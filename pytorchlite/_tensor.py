@@ -38,7 +38,13 @@ class Size(tuple):
 
 
 def contiguous_strides(shape):
-    strides = [1] * len(shape)
+    # every new tensor comes through here: the ranks most tensors have skip the loop
+    nd = len(shape)
+    if nd <= 1:
+        return (1,) * nd
+    if nd == 2:
+        return (shape[1] or 1, 1)
+    strides = [1] * nd
     acc = 1
     for i in range(len(shape) - 1, -1, -1):
         strides[i] = acc
@@ -201,7 +207,9 @@ class Tensor:
 
     @property
     def data(self):
-        return self.detach()
+        """This tensor's memory outside autograd: changes through it are not tracked
+        (it has its own version counter, as in PyTorch)."""
+        return make(self._storage, self._shape, self._stride, self._offset, self._dtype, None, self._contig)
 
     @data.setter
     def data(self, value):
@@ -361,6 +369,14 @@ class Tensor:
     def cpu(self):
         return self.to(CPU)
 
+    def record_stream(self, stream):
+        """Mark this CUDA tensor's memory as in use on `stream`, so the caching allocator
+        does not hand it out again until the work queued there is done."""
+        if self._device.type != "cuda":
+            raise RuntimeError("record_stream() is only meaningful for CUDA tensors")
+        from pytorchlite import cuda
+        cuda._record_stream(self, stream)
+
     def cuda(self, device=None, non_blocking=False):
         return self.to(_device_cls("cuda", device) if isinstance(device, int) or device is None
                        else _device_cls(device), non_blocking=non_blocking)
@@ -430,7 +446,7 @@ class Tensor:
         from pytorchlite import _indexing
         _indexing.setitem(self, index, value)
 
-    # --- autograd-facing attributes -----------------------------------------------------
+    # --- autograd (the engine is pytorchlite/autograd/) ---------------------------------
 
     @property
     def requires_grad(self):
@@ -441,8 +457,9 @@ class Tensor:
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad=True):
+        """Make autograd record operations on this (leaf) tensor, or stop it."""
         if requires_grad and not self._dtype.is_floating_point:
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if not requires_grad and self._grad_fn is not None:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use "
                                "a computed variable in a subgraph that doesn't require differentiation use "
@@ -452,32 +469,123 @@ class Tensor:
 
     @property
     def grad(self):
+        """The gradient accumulated by backward() (None until then; leaves only, unless
+        retain_grad() was called)."""
         return self._grad
 
     @grad.setter
     def grad(self, value):
-        if value is not None and not isinstance(value, Tensor):
-            raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(value).__name__}")
-        if value is not None and value._shape != self._shape:
-            raise RuntimeError(f"assigned grad has data of a different size")
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value._dtype is not self._dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value._device != self._device:
+                raise RuntimeError("assigned grad has data located on a different device")
+            if value._shape != self._shape:
+                raise RuntimeError("assigned grad has data of a different size")
         self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
 
     @property
     def grad_fn(self):
+        """The node that created this tensor (None for leaves)."""
+        if self._base is not None and self._requires_grad:
+            from pytorchlite.autograd import _views
+            return _views.current_grad_fn(self)
         return self._grad_fn
 
     @property
     def is_leaf(self):
-        return self._grad_fn is None
+        return self.grad_fn is None
+
+    @property
+    def output_nr(self):
+        return self._output_nr
+
+    @property
+    def _is_view(self):
+        return self._base is not None
+
+    def is_inference(self):
+        return False
 
     def detach(self):
-        t = make(self._storage, self._shape, self._stride, self._offset, self._dtype, self._vc, self._contig)
-        return t
+        """A tensor sharing this one's memory and version counter, outside the graph."""
+        return make(self._storage, self._shape, self._stride, self._offset, self._dtype, self._vc, self._contig)
 
     def detach_(self):
+        """Detach this tensor from the graph in place (it becomes a leaf)."""
+        if self._base is not None and self._grad_fn is not None:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
+                               "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP "
+                               "buckets, and hence detach_() cannot be called on these gradients. To fix this error, "
+                               "please refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the "
+                               "solution.")
         self._grad_fn = None
         self._requires_grad = False
+        self._output_nr = 0
         return self
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf), weighted by `gradient`, into every leaf's .grad.
+
+        >>> x = pytorchlite.tensor([1., 2.], requires_grad=True)
+        >>> (x * x).sum().backward()
+        >>> x.grad
+        tensor([2., 4.])
+        """
+        from pytorchlite.autograd import engine
+        engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def register_hook(self, hook):
+        """hook(grad) runs when the gradient for this tensor is computed; a non-None
+        return value replaces it. Returns a handle with .remove()."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        from pytorchlite.autograd import graph
+        fn = self.grad_fn
+        if fn is None:
+            m = graph.meta(self)
+            if m.hooks is None:
+                m.hooks = {}
+            return graph._add_hook(m.hooks, hook)
+        return fn._register_tensor_hook(self._output_nr, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """hook(tensor) runs after backward has accumulated into this leaf's .grad."""
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        from pytorchlite.autograd import graph
+        m = graph.meta(self)
+        if m.post_acc_hooks is None:
+            m.post_acc_hooks = {}
+        return graph._add_hook(m.post_acc_hooks, hook)
+
+    def retain_grad(self):
+        """Fill .grad for this non-leaf tensor during backward (leaves always get it)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        fn = self.grad_fn
+        if fn is None:
+            return
+        import weakref
+        from pytorchlite.autograd import graph
+        if fn._retain is None:
+            fn._retain = {}
+        fn._retain[self._output_nr] = weakref.ref(self)
+        graph.meta(self).retains_grad = True
+
+    @property
+    def retains_grad(self):
+        m = self._ag
+        return bool(m is not None and m.retains_grad and self.grad_fn is not None)
 
     # --- Python operators: forwarded to the generated bindings ---------------------------
 
@@ -512,7 +620,7 @@ class Tensor:
         return _F.div(self, other)
 
     def __rtruediv__(self, other):
-        return _reflected("div", other, self)
+        return _reflected("_div_true", other, self)  # div is a composite (rounding_mode)
 
     def __itruediv__(self, other):
         return self.div_(other)
@@ -606,12 +714,14 @@ class Tensor:
         return _F.neg(self)
 
     def __pos__(self):
-        return self
+        return _F.positive(self)
 
     def __abs__(self):
         return _F.abs(self)
 
     def __invert__(self):
+        if self._dtype.is_floating_point:   # PyTorch's operator refuses before the kernel does
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
         return _F.bitwise_not(self)
 
     def __eq__(self, other):
@@ -677,6 +787,9 @@ def _default_scalar(op, name):
 
 
 def _wrap_dim(op, dim, ndim):
+    if ndim == 0 and op in ("size", "stride"):
+        # size()/stride() of a 0-d tensor reject every dim (other ops accept 0 and -1)
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     from pytorchlite._argparse import wrap_dim
     return wrap_dim(op, dim, ndim)
 

@@ -11,6 +11,8 @@ hands descriptors to the generated C entry. Two paths:
 
 from pytorchlite import _dtype as D
 from pytorchlite._C import check, ffi, lib
+from pytorchlite._argparse import common_device as _common_device
+from pytorchlite._device import CPU as _CPU
 from pytorchlite._promotion import result_type_of
 from pytorchlite._storage import Storage
 from pytorchlite._tensor import Tensor, make, contiguous_strides, _numel
@@ -20,10 +22,13 @@ _NUMBER = (bool, int, float)
 _alloc = Storage.allocate
 _new_descs = ffi.new
 _cast = ffi.cast
+_set_desc = lib.ptl_set_desc
 
 
 def broadcast_shapes(op, shapes):
     """The broadcast of several shapes, with PyTorch's error for a mismatch."""
+    if len(shapes) == 1 or (len(shapes) == 2 and shapes[0] == shapes[1]):
+        return tuple(shapes[0])   # nothing to broadcast (the common case)
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
@@ -55,10 +60,17 @@ def expand_strides(t, shape):
 
 
 def _scalar_arg(v):
-    if isinstance(v, float):
-        if v != v or v in (float("inf"), float("-inf")):
-            return (v, 0)
+    """A Python scalar as the (double, int64) pair a kernel's ptl_scalar holds."""
+    tv = type(v)
+    if tv is int:       # the common cases first: this runs on every call with alpha=
+        return (float(v), v)
+    if tv is float and -9.2e18 < v < 9.2e18:   # finite and within int64
         return (v, int(v))
+    if isinstance(v, float):
+        # nan, inf or beyond int64: only float kernels read it; the int view saturates
+        if v != v:
+            return (v, 0)
+        return (v, 9223372036854775807 if v > 0 else -9223372036854775808)
     if isinstance(v, Tensor):
         v = v.item()
     return (float(v), int(v))
@@ -86,19 +98,32 @@ def scalar_tensor(v, dtype, device):
     return t
 
 
+_SCALARS = {}
+
+
+def _scalar_operand(v, dtype, device):
+    """A 0-d tensor holding Python scalar `v` as an input operand. Kept in a small cache:
+    `x * 2` in a loop would otherwise allocate and fill one per call. Only kernels read
+    these (they never escape to users), so sharing them is safe. The key tells 0.0 from
+    -0.0 (equal as dict keys); NaN never hits (nan != nan), hence the bound."""
+    key = (type(v), v, dtype, device, str(v) if v == 0 else None)
+    t = _SCALARS.get(key)
+    if t is None:
+        if len(_SCALARS) >= 256:
+            _SCALARS.clear()
+        t = _SCALARS[key] = scalar_tensor(v, dtype, device)
+    return t
+
+
 def _descs(tensors, shape):
     """Descriptor array; every tensor viewed at `shape` (expanded as needed)."""
-    n = len(tensors)
-    descs = _new_descs("ptl_tensor[]", n)
+    descs = _new_descs("ptl_tensor[]", len(tensors))
     nd = len(shape)
+    # one C call per tensor (ptl_set_desc) instead of a cffi write per field: half the cost
     for k, t in enumerate(tensors):
-        d = descs[k]
-        d.data = _cast("void *", t._storage.ptr + t._offset * t._dtype.itemsize)
-        d.dtype = t._dtype.code
-        d.ndim = nd
-        if nd:
-            d.sizes[0:nd] = shape
-            d.strides[0:nd] = t._stride if t._shape == shape else expand_strides(t, shape)
+        if _set_desc(descs, k, t._storage.ptr + t._offset * t._dtype.itemsize, t._dtype.code, nd, shape,
+                     t._stride if t._shape == shape else expand_strides(t, shape)):
+            raise RuntimeError(f"tensors with more than 16 dimensions are not supported (got {nd})")
     return descs
 
 
@@ -135,73 +160,263 @@ def _overlaps(a, b):
     return a_lo <= b_hi and b_lo <= a_hi
 
 
+# PyTorch names its CPU kernel in a dtype error, which is not always "<op>_cpu".
+_KERNEL_NAMES = {
+    "floor_divide": "div_floor_cpu", "_div_floor": "div_floor_cpu", "_div_trunc": "div_trunc_cpu",
+    "pow": "pow", "bitwise_left_shift": "lshift_cpu", "bitwise_right_shift": "rshift_cpu",
+    "floor": "floor_vml_cpu", "ceil": "ceil_vml_cpu", "_round": "round_vml_cpu", "trunc": "trunc_vml_cpu",
+    "_round_decimals": "round_cpu", "_gelu_erf": "GeluKernelImpl", "_gelu_tanh": "GeluKernelImpl",
+    "_silu": "silu_cpu", "_mish": "mish_cpu", "_elu": "elu_cpu", "_leaky_relu": "leaky_relu_cpu",
+    "_hardsigmoid": "hardsigmoid_cpu", "_hardswish": "hardswish_cpu", "lerp": "lerp_kernel_scalar",
+    "addcmul": "addcmul_cpu_out", "addcdiv": "addcdiv_cpu_out", "_clamp": "clamp_cpu",
+}
+
+# Dtypes PyTorch rejects with its own RuntimeError rather than "not implemented".
+_NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
+             "mask, use the `~` or `logical_not()` operator instead.")
+_DTYPE_ERRORS = {
+    ("neg", "bool"): _NEG_BOOL,
+    ("relu", "bool"): "Boolean inputs not supported for relu",
+    ("_hardtanh", "bool"): "Bool inputs not supported for hardtanh",
+}
+
+
 def _not_implemented(op, dtype):
-    return RuntimeError(f"\"{op.name}_cpu\" not implemented for '{dtype._torch_name}'")
+    msg = _DTYPE_ERRORS.get((op.name, dtype.name))
+    if msg is not None:
+        return RuntimeError(msg)
+    name = _KERNEL_NAMES.get(op.name, op.name + "_cpu")
+    return NotImplementedError(f"\"{name}\" not implemented for '{dtype._torch_name}'")
+
+
+class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
+    """PyTorch's CPU kernels raise RuntimeError('ZeroDivisionError') for an integer division
+    by zero; this is that error and also a Python ZeroDivisionError."""
+
+
+# ---- operator-specific argument checks (PyTorch's, made before any kernel runs) ----------
+# Each takes (op, operands, scalars, common dtype) and raises; the fast path calls the ones
+# of operators that have scalar arguments (their checks depend only on dtype and scalars).
+
+def _check_alpha(op, operands, scalars, common):
+    alpha = scalars[0]
+    if isinstance(alpha, bool):
+        if common is not _BOOL:
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    elif isinstance(alpha, float) and not common.is_floating_point:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+
+
+def _check_sub(op, operands, scalars, common):
+    kinds = [x._dtype is _BOOL if isinstance(x, Tensor) else isinstance(x, bool) for x in operands]
+    if all(kinds):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if any(kinds):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    _check_alpha(op, operands, scalars, common)
+
+
+def _check_pow(op, operands, scalars, common):
+    e = operands[1]
+    if type(e) is int and e < 0 and not common.is_floating_point:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    # PyTorch answers pow(x, True/False) by copying / filling before any kernel, so only a
+    # bool tensor raised to a bool *Number* works; a bool exponent tensor has no kernel
+    if common is _BOOL and isinstance(e, Tensor):
+        raise _not_implemented(op, common)
+
+
+def _check_addcdiv(op, operands, scalars, common):
+    t1, t2 = operands[1], operands[2]
+    if not t1._dtype.is_floating_point and not t2._dtype.is_floating_point:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will "
+            "perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented "
+            "as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+            "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the "
+            "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+
+
+_C10_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
+
+
+def _check_lerp(op, operands, scalars, common):
+    self, end, weight = operands
+    want = self._dtype
+    if not want.is_floating_point:      # lerp computes in self's dtype: no promotion to float
+        raise _not_implemented(op, want)
+    for name, x in (("end", end), ("weight", weight)):
+        # a 0-d weight may have another dtype; `end` and a weight with dimensions may not
+        if isinstance(x, Tensor) and x._dtype is not want and (name == "end" or x._shape):
+            raise RuntimeError(f"expected dtype {_C10_NAMES.get(want.name, want.name)} for `{name}` but got dtype "
+                               f"{_C10_NAMES.get(x._dtype.name, x._dtype.name)}")
+
+
+def _check_clamp(op, operands, scalars, common):
+    if len(operands) == 3 and isinstance(operands[1], Tensor) != isinstance(operands[2], Tensor):
+        raise TypeError(f"clamp(): min and max must both be Tensors or both be Numbers, got "
+                        f"{type(operands[1]).__name__} and {type(operands[2]).__name__}")
+    # a Number bound must fit the tensor's integer dtype, and bool tensors take only Tensor bounds
+    for x in operands[1:]:
+        if isinstance(x, Tensor):
+            continue
+        if common is _BOOL:
+            raise NotImplementedError(f"\"{op.name.strip('_')}_scalar_cpu\" not implemented for 'Bool'")
+        if not common.is_floating_point and not isinstance(x, float):
+            info = D.iinfo(common)
+            lo = -info.max if info.min == 0 else info.min   # c10 lets -255 through for uint8
+            if not lo <= x <= info.max:
+                raise RuntimeError(f"value cannot be converted to type {common.name}_t without overflow")
+
+
+def _check_int_scalars(scalars, common, ctype):
+    """An integer kernel reads Scalars as integers: nan, inf and values beyond `common`
+    cannot be converted (PyTorch's c10 overflow check)."""
+    if common.is_floating_point or common is _BOOL:
+        return
+    info = D.iinfo(common) if ctype != "int64_t" else D.iinfo(D.int64)
+    for v in scalars:
+        if isinstance(v, float) and not (info.min <= v <= info.max):   # nan fails too
+            raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+
+
+def _check_hardtanh(op, operands, scalars, common):
+    _check_int_scalars(scalars, common, "int64_t")
+    # PyTorch tests the limits as converted to the tensor's dtype (so -0.5 passes, -1.5 not)
+    if common is D.uint8 and (int(scalars[0]) < 0 or int(scalars[1]) < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+
+
+def _check_addcmul(op, operands, scalars, common):
+    _check_int_scalars(scalars, common, "int" if common is D.int32 else f"{common.name}_t")
+
+
+# Operators whose out= must have exactly the result dtype (PyTorch's structured kernels
+# that do not cast), with PyTorch's message for each.
+_SAME_OUT = "Found dtype {out} but expected {result}"
+_BOOL_OUT = "{op} does not support non-boolean outputs."
+_OUT_DTYPE_RULES = {
+    **{name: _SAME_OUT for name in ("abs", "neg", "floor", "ceil", "_round", "trunc", "frac", "sign", "sgn",
+                                    "bitwise_not", "lerp")},
+    **{name: _BOOL_OUT for name in ("isposinf", "isneginf", "signbit")},
+    "where": "Expected out type to be {result} but got {out}",
+}
+
+# (operator, dtype) pairs whose argument checks need the general path even when every
+# operand is a contiguous tensor of that dtype (the fast path runs no checks without scalars)
+_GENERAL_ONLY = {("pow", "bool")}
+
+_CHECKS = {
+    "add": _check_alpha, "sub": _check_sub, "rsub": _check_sub, "pow": _check_pow,
+    "addcdiv": _check_addcdiv, "lerp": _check_lerp, "clamp_min": _check_clamp,
+    "clamp_max": _check_clamp, "_clamp": _check_clamp, "_hardtanh": _check_hardtanh,
+    "addcmul": _check_addcmul,
+}
+
+
+def _fast_out_dtypes(op):
+    """The fast path's plan for an operator, computed once: (for each dtype code, the
+    output dtype when every operand has that dtype, None where the fast path does not
+    apply; the operator's argument check or None; its contiguous C entry)."""
+    table = []
+    for dt in D.BY_CODE:
+        out_dt = None
+        if dt.code in op.dtypes and not op.integer_division and (op.name, dt.name) not in _GENERAL_ONLY:
+            promo = op.promotion
+            if promo == "default" or (promo == "int_to_float" and dt.is_floating_point):
+                out_dt = dt
+            elif promo == "bool_out":
+                out_dt = _BOOL
+        table.append(out_dt)
+    # with the operator's argument check and its contiguous C entry, so a call looks
+    # up one tuple instead of three attributes and a dict
+    plan = (tuple(table), _CHECKS.get(op.name), op.cpu[1])
+    _FAST[op] = plan
+    return plan
+
+
+_FAST = {}
 
 
 def run(op, operands, scalars, out, inplace):
     # ---- fast path: contiguous CPU tensors of one dtype and shape, new output ----------
+    # This is most of the cost of a small op, so it avoids calls and temporaries: the
+    # eligibility of (op, dtype) is a cached table, operands are checked inline.
     if out is None:
         first = operands[0]
-        if type(first) is Tensor or isinstance(first, Tensor):
+        if isinstance(first, Tensor) and first._device is _CPU and (first._contig or first.is_contiguous()):
             dt = first._dtype
-            shape = first._shape
-            ok = first._device.type == "cpu" and (first._contig or first.is_contiguous())
-            if ok:
+            plan = _FAST.get(op) or _fast_out_dtypes(op)
+            out_dt = plan[0][dt.code]
+            if out_dt is not None:
+                shape = first._shape
+                item = dt.itemsize
+                args = [first._storage.ptr + first._offset * item]
                 for x in operands[1:]:
                     if not isinstance(x, Tensor) or x._dtype is not dt or x._shape != shape or \
-                            x._device.type != "cpu" or not (x._contig or x.is_contiguous()):
-                        ok = False
+                            x._device is not _CPU or not (x._contig or x.is_contiguous()):
                         break
-            if ok and dt.code in op.dtypes and not op.integer_division and not _needs_grad(operands):
-                promo = op.promotion
-                if promo == "default" or (promo == "int_to_float" and dt.is_floating_point):
-                    out_dt = dt
-                elif promo == "bool_out":
-                    out_dt = _BOOL
+                    args.append(x._storage.ptr + x._offset * item)
                 else:
-                    out_dt = None
-                if out_dt is not None:
+                    # (autograd is recorded by the generated binding, around this call)
+                    if scalars:
+                        chk = plan[1]
+                        if chk is not None:
+                            chk(op, operands, scalars, dt)
+                        for v in scalars:
+                            args.extend(_scalar_arg(v))
                     n = 1
                     for s in shape:
                         n *= s
-                    st = _alloc(n * out_dt.itemsize, first._device)
-                    res = make(st, shape, first._stride if first._contig else contiguous_strides(shape),
-                               0, out_dt, None, True)
-                    args = [x._storage.ptr + x._offset * dt.itemsize for x in operands]
-                    sc = []
-                    for v in scalars:
-                        sc.extend(_scalar_arg(v))
-                    check(op.cpu[1](dt.code, n, st.ptr, *args, *sc), op.name)
+                    st = _alloc(n * out_dt.itemsize, _CPU)
+                    res = make(st, shape, first._stride, 0, out_dt, None, True)
+                    status = plan[2](dt.code, n, st.ptr, *args)
+                    if status:
+                        check(status, op.name)
                     return res
     return _run_general(op, operands, scalars, out, inplace)
 
 
-def _needs_grad(operands):
-    return False
+# Operators PyTorch also runs on Python numbers alone (giving a 0-d tensor); the others
+# have no overload without a Tensor and raise TypeError.
+_NUMBERS_ONLY_OK = {"add", "sub", "mul", "_div_true", "_div_trunc", "_div_floor", "floor_divide"}
 
 
 def _run_general(op, operands, scalars, out, inplace):
     promo = op.promotion
+    if op.name not in _NUMBERS_ONLY_OK and not any(isinstance(x, Tensor) for x in operands):
+        got = ", ".join(type(x).__name__ for x in operands)
+        raise TypeError(f"{op.name}() received an invalid combination of arguments - got ({got}), but expected "
+                        "at least one Tensor")
     # ---- dtypes -------------------------------------------------------------------------
     if promo == "where":
         cond = operands[0]
         if not isinstance(cond, Tensor) or cond._dtype is not _BOOL:
             got = cond._dtype._torch_name if isinstance(cond, Tensor) else type(cond).__name__
-            raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {got}")
+            if got != "Byte":
+                raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with "
+                                   f"dtype {got}")
+            import warnings
+            warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be "
+                          "removed in a future version of PyTorch. Use a boolean condition instead.",
+                          UserWarning, stacklevel=3)
         common = result_type_of(operands[1:])
     else:
         common = result_type_of(operands)
     if promo == "int_to_float" and not common.is_floating_point:
         common = D.get_default_dtype()
     out_dt = _BOOL if promo == "bool_out" else common
+    chk = _CHECKS.get(op.name)
+    if chk is not None:
+        chk(op, operands, scalars, common)
     if common.code not in op.dtypes:
         raise _not_implemented(op, common)
 
     # ---- devices and shapes ---------------------------------------------------------------
     tensors = [x for x in operands if isinstance(x, Tensor)]
-    from pytorchlite._argparse import common_device
-    device = common_device(op.name, tensors)
+    device = _common_device(op.name, tensors)
     if device.type != "cpu":
         from pytorchlite import cuda
         return cuda._run_pointwise(op, operands, scalars, out, inplace, common, out_dt, device)
@@ -210,13 +425,14 @@ def _run_general(op, operands, scalars, out, inplace):
         raise RuntimeError(f"{op.name}(): tensors with more than 16 dimensions are not supported")
 
     # ---- integer division by zero raises, as on PyTorch's CPU ---------------------------
-    if op.integer_division and not common.is_floating_point and common is not _BOOL:
+    # (only when something is computed: an empty result divides nothing)
+    if op.integer_division and not common.is_floating_point and common is not _BOOL and _numel(shape):
         divisor = operands[-1]
         if isinstance(divisor, Tensor):
             if divisor.numel() and not bool(divisor._numpy_view().all()):
-                raise ZeroDivisionError("ZeroDivisionError")
+                raise IntegerDivisionByZero("ZeroDivisionError")
         elif divisor == 0:
-            raise ZeroDivisionError("ZeroDivisionError")
+            raise IntegerDivisionByZero("ZeroDivisionError")
 
     # ---- inputs in the computation dtype ----------------------------------------------------
     ins = []
@@ -224,7 +440,7 @@ def _run_general(op, operands, scalars, out, inplace):
         if isinstance(x, Tensor):
             ins.append(x if x._dtype is common else to_dtype(x, common))
         else:
-            ins.append(scalar_tensor(x, common, device))
+            ins.append(_scalar_operand(x, common, device))
 
     # ---- output -----------------------------------------------------------------------------
     target = None
@@ -237,6 +453,9 @@ def _run_general(op, operands, scalars, out, inplace):
             raise TypeError(f"{op.name}(): argument 'out' must be Tensor, not {type(out).__name__}")
         from pytorchlite._argparse import resize_out, check_out_autograd
         check_out_autograd(op.name, out)
+        rule = _OUT_DTYPE_RULES.get(op.name)
+        if rule is not None and out._dtype is not out_dt:
+            raise RuntimeError(rule.format(op=op.name, out=out._dtype._torch_name, result=out_dt._torch_name))
         resize_out(op.name, out, shape)
         target = out
     if target is not None:

