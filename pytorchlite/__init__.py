@@ -59,13 +59,27 @@ for _name, _fn in _functions.EXPORTS.get("", {}).items():
     globals()[_name] = _fn
 del _name, _fn
 
+from pytorchlite import _functional  # noqa: E402  (split, tensor_split, nonzero, view: one name, several forms)
+
+_functional.install(globals(), Tensor)
+
 from pytorchlite._promotion import result_type  # noqa: E402,F401
 from pytorchlite._creation import tensor, as_tensor, from_numpy, scalar_tensor  # noqa: E402,F401
 from pytorchlite._interop import from_dlpack  # noqa: E402,F401
 from pytorchlite._threads import get_num_threads, set_num_threads  # noqa: E402,F401
+from pytorchlite.random import (  # noqa: E402,F401
+    Generator, default_generator, manual_seed, seed, initial_seed, get_rng_state, set_rng_state)
 from pytorchlite._tensor_str import set_printoptions, get_printoptions  # noqa: E402,F401
+from pytorchlite import autograd  # noqa: E402,F401
+from pytorchlite.autograd.grad_mode import (  # noqa: E402,F401
+    no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+)
 from pytorchlite import linalg  # noqa: E402,F401
 from pytorchlite import nn  # noqa: E402,F401
+from pytorchlite import optim  # noqa: E402,F401
+from pytorchlite import return_types  # noqa: E402,F401
+from pytorchlite import memory  # noqa: E402,F401
+from pytorchlite import cuda  # noqa: E402,F401
 
 
 def is_tensor(obj):

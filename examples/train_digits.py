@@ -1,0 +1,132 @@
+"""Train a small network on scikit-learn's handwritten digits (8x8 images, shipped inside
+the package: no download) with pytorchlite, the way one would with PyTorch.
+
+    python examples/train_digits.py [--epochs 30] [--seed 0] [--out examples/out]
+
+Prints a progress bar per epoch (loss, accuracy, samples/s), the held-out test accuracy,
+and writes a loss-curve PNG.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+import pytorchlite as torch
+import pytorchlite.nn as nn
+import pytorchlite.optim as optim
+
+
+def load_digits_split(seed):
+    from sklearn.datasets import load_digits
+    data = load_digits()
+    x = (data.images.reshape(len(data.images), -1) / 16.0).astype(np.float32)
+    y = data.target.astype(np.int64)
+    order = np.random.default_rng(seed).permutation(len(x))
+    n_test = len(x) // 5
+    test, train = order[:n_test], order[n_test:]
+    return (torch.from_numpy(x[train]), torch.from_numpy(y[train]),
+            torch.from_numpy(x[test]), torch.from_numpy(y[test]))
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.Sequential(
+            nn.Linear(64, 128), nn.ReLU(),
+            nn.Linear(128, 64), nn.ReLU(),
+            nn.Linear(64, 10),
+        )
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def progress(epoch, epochs, done, total, loss, acc, rate, width=30):
+    if not sys.stdout.isatty() and done < total:
+        return  # piped to a file or CI log: one line per epoch, not one per batch
+    filled = int(width * done / total)
+    bar = "#" * filled + "-" * (width - filled)
+    sys.stdout.write(f"\repoch {epoch:2d}/{epochs} [{bar}] {done:4d}/{total} "
+                     f"loss {loss:.4f} acc {acc:6.2%} {rate:8.0f} samples/s")
+    sys.stdout.flush()
+
+
+def accuracy(model, x, y):
+    model.eval()
+    with torch.no_grad():
+        pred = model(x).argmax(1)
+    model.train()
+    return (pred == y).float().mean().item()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "out"))
+    args = p.parse_args(argv)
+
+    torch.manual_seed(args.seed)
+    x_train, y_train, x_test, y_test = load_digits_split(args.seed)
+    model = MLP()
+    opt = optim.Adam(model.parameters(), lr=args.lr)
+    loss_fn = nn.CrossEntropyLoss()
+    print(model)
+    print(f"{len(x_train)} training / {len(x_test)} test images, {sum(p.numel() for p in model.parameters())} "
+          "parameters")
+
+    n = len(x_train)
+    history = []
+    start = time.perf_counter()
+    for epoch in range(1, args.epochs + 1):
+        perm = torch.randperm(n)
+        seen, correct, total_loss = 0, 0, 0.0
+        t0 = time.perf_counter()
+        for i in range(0, n, args.batch_size):
+            idx = perm[i:i + args.batch_size]
+            xb, yb = x_train[idx], y_train[idx]
+            logits = model(xb)
+            loss = loss_fn(logits, yb)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            b = len(yb)
+            seen += b
+            total_loss += loss.item() * b
+            correct += (logits.argmax(1) == yb).sum().item()
+            progress(epoch, args.epochs, seen, n, total_loss / seen, correct / seen,
+                     seen / (time.perf_counter() - t0))
+        history.append(total_loss / seen)
+        print(f"  test acc {accuracy(model, x_test, y_test):6.2%}")
+
+    test_acc = accuracy(model, x_test, y_test)
+    print(f"trained {args.epochs} epochs in {time.perf_counter() - start:.1f} s; held-out test accuracy "
+          f"{test_acc:.2%}")
+
+    os.makedirs(args.out, exist_ok=True)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(5, 3.5))
+        ax.plot(range(1, len(history) + 1), history, marker="o")
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("training loss")
+        ax.set_title(f"digits MLP (test accuracy {test_acc:.1%})")
+        fig.tight_layout()
+        path = os.path.join(args.out, "digits_loss.png")
+        fig.savefig(path, dpi=100)
+        print(f"loss curve written to {path}")
+    except ImportError:
+        print("matplotlib is not installed: no loss-curve PNG (pip install matplotlib)")
+    return test_acc
+
+
+if __name__ == "__main__":
+    acc = main()
+    sys.exit(0 if acc >= 0.97 else 1)

@@ -1,0 +1,50 @@
+"""nn.Parameter: a Tensor that a Module registers as one of its parameters."""
+
+from pytorchlite._tensor import Tensor
+
+
+class Parameter(Tensor):
+    """A tensor that is a module parameter: assigning it as a Module attribute registers
+    it, and it requires grad by default.
+
+    >>> import pytorchlite
+    >>> p = pytorchlite.nn.Parameter(pytorchlite.zeros(2))
+    >>> p.requires_grad
+    True
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, data=None, requires_grad=True):
+        if data is None:
+            import pytorchlite
+            data = pytorchlite.empty(0)
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
+        p = object.__new__(cls)
+        for slot in Tensor.__slots__:
+            if slot != "__weakref__":
+                setattr(p, slot, getattr(data, slot))
+        # a parameter is a leaf sharing the data's memory, never its history
+        p._grad_fn = None
+        p._grad = None
+        p._base = None
+        p._ag = None
+        p._requires_grad = False
+        if requires_grad:
+            p.requires_grad_(True)
+        return p
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __reduce_ex__(self, proto):
+        return (Parameter, (self.detach(), self.requires_grad))
+
+
+class Buffer:
+    """Marker used by Module.register_buffer callers that want PyTorch's nn.Buffer style."""
+
+    def __init__(self, data, persistent=True):
+        self.data = data
+        self.persistent = persistent
