@@ -15,16 +15,20 @@ __version__ = "0.1.0"
 
 def _locate_generated():
     """`pytorchlite.generated` is installed as a subpackage. Running from a source tree
-    (PYTHONPATH=checkout, or an editable install whose finder maps packages one by one),
-    it is the checkout's top-level generated/ folder: register it under that name."""
+    (PYTHONPATH=checkout, or an editable install), it is the checkout's top-level
+    generated/ folder, registered under that name. The checkout beside this file wins over
+    whatever an import finder would resolve: an editable install's finder maps the name to
+    the tree it was installed from, which is wrong for a copy of that tree."""
     name = __name__ + ".generated"
     if name in _sys.modules:
         return
-    if _util.find_spec(name) is not None:
-        return
     here = _os.path.dirname(_os.path.abspath(__file__))
-    src = _os.path.join(_os.path.dirname(here), "generated")
+    tree = _os.path.dirname(here)
+    src = _os.path.join(tree, "generated")
     init = _os.path.join(src, "__init__.py")
+    in_checkout = _os.path.exists(_os.path.join(tree, "ops.yaml"))
+    if not in_checkout and _util.find_spec(name) is not None:
+        return
     if not _os.path.exists(init):
         raise ImportError("pytorchlite.generated is missing: run `python -m codegen` (or `pip install -e .`) "
                           "in the source tree")

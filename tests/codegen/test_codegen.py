@@ -198,7 +198,7 @@ def test_generated_files_carry_header():
 def test_new_pointwise_operator_on_a_copy_of_the_tree(tmp_path):
     tree = tmp_path / "tree"
     ignore = shutil.ignore_patterns("__pycache__", ".git", ".hypothesis", ".pytest_cache", "*.so", "_C.stamp",
-                                    "build", "*.egg-info", "tests", "benchmarks", "examples")
+                                    "build", "*.egg-info", "tests", "benchmarks", "examples", ".venv*")
     shutil.copytree(ROOT, tree, ignore=ignore)
     with open(tree / "ops.yaml", "a") as f:
         f.write(textwrap.dedent("""
