@@ -212,11 +212,26 @@ def test_full(value, dtype):
     assert_same(make(ptl), want)
 
 
-@pytest.mark.xfail(strict=True, reason="full() does not check that the value fits the dtype "
-                   "(pytorchlite/_kernels/factories.py)")
-def test_full_overflow():
+@pytest.mark.parametrize("dtype,value", [("int32", 1e10), ("int16", 1e6), ("int64", 1e30), ("int64", 2 ** 63),
+                                         ("int8", -129), ("int8", -128.9), ("uint8", 255.9), ("uint8", 256.0),
+                                         ("uint8", -1.0), ("int32", math.nan), ("float32", 1e40),
+                                         ("float16", 70000.0), ("bfloat16", 1e40)])
+def test_full_overflow(dtype, value):
+    with pytest.raises(RuntimeError) as want:
+        torch.full((2,), value, dtype=getattr(torch, dtype))
+    with pytest.raises(RuntimeError) as got:
+        ptl.full((2,), value, dtype=getattr(ptl, dtype))
+    assert str(got.value) == str(want.value)
     with pytest.raises(RuntimeError, match="without overflow"):
-        ptl.full((2,), 1e10, dtype=ptl.int32)
+        ptl.zeros(2, dtype=getattr(ptl, dtype)).fill_(value)
+
+
+@pytest.mark.parametrize("dtype,value", [("uint8", -129), ("uint8", -1), ("float16", 65504.0), ("bfloat16", -math.inf),
+                                         ("float32", math.inf), ("bool", 5), ("int32", True), ("int32", 1.5)])
+def test_full_values_that_fit_or_wrap(dtype, value):
+    want = torch.full((2,), value, dtype=getattr(torch, dtype))
+    got = ptl.full((2,), value, dtype=getattr(ptl, dtype))
+    assert got.tolist() == want.tolist()
 
 
 def test_negative_size_errors():
@@ -280,11 +295,17 @@ def test_arange_with_dtype(args, dtype):
     assert_same(ptl.arange(*args, dtype=getattr(ptl, dtype)), want, exact=not want.is_floating_point())
 
 
-@pytest.mark.xfail(strict=True, reason="integer arange with fractional start/step: PyTorch truncates start "
-                   "and step to integers first (pytorchlite/_kernels/factories.py computes in double)")
-def test_integer_arange_truncates_start_and_step():
-    assert ptl.arange(-3.7, 2.1, 1.3, dtype=ptl.int32).tolist() == \
-        torch.arange(-3.7, 2.1, 1.3, dtype=torch.int32).tolist() == [-3, -2, -1, 0, 1]
+@pytest.mark.parametrize("args,dtype", [((-3.7, 2.1, 1.3), "int32"), ((0.5, 5), "int64"), ((-0.5, 3, 1), "int64"),
+                                        ((0., 1., 0.25), "int32"), ((0, 300), "uint8"), ((2.9, -4.2, -1.5), "int16"),
+                                        ((-3.7, 2.1, 1.3), "int64")])
+def test_integer_arange_truncates_start_end_and_step(args, dtype):
+    assert ptl.arange(*args, dtype=getattr(ptl, dtype)).tolist() == \
+        torch.arange(*args, dtype=getattr(torch, dtype)).tolist()
+
+
+def test_int64_arange_with_step_truncated_to_zero():
+    with pytest.raises(ValueError, match="step must be nonzero"):
+        ptl.arange(0, 1, 0.25, dtype=ptl.int64)
 
 
 def test_arange_16_bit_floats_close():
@@ -301,13 +322,8 @@ def test_arange_length_is_computed_like_torch():
         assert ptl.arange(*args).shape == tuple(torch.arange(*args).shape), args
 
 
-_BOUND_TYPO = pytest.mark.xfail(strict=True, reason="message says 'upper bound and larger bound', PyTorch "
-                                "'upper bound and lower bound' (pytorchlite/_kernels/factories.py)")
-
-
-@pytest.mark.parametrize("args,kw", [pytest.param((5, 0), {}, marks=_BOUND_TYPO), ((0, 5, 0), {}),
-                                     ((0, math.inf), {}), ((0, math.nan), {}),
-                                     pytest.param((0, 5, -1), {}, marks=_BOUND_TYPO)])
+@pytest.mark.parametrize("args,kw", [((5, 0), {}), ((0, 5, 0), {}), ((0, math.inf), {}), ((0, math.nan), {}),
+                                     ((0, 5, -1), {})])
 def test_arange_errors(args, kw):
     with pytest.raises(RuntimeError) as want:
         torch.arange(*args, **kw)
@@ -317,8 +333,6 @@ def test_arange_errors(args, kw):
     assert msg == str(want.value) or msg == "arange(): " + str(want.value)
 
 
-@pytest.mark.xfail(strict=True, reason="arange(dtype=bool) should raise NotImplementedError as PyTorch does "
-                   "(pytorchlite/_kernels/factories.py)")
 def test_arange_bool_not_implemented():
     with pytest.raises(NotImplementedError):
         ptl.arange(1, 4, dtype=ptl.bool)

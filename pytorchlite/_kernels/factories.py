@@ -20,7 +20,38 @@ def _finish(t, requires_grad):
     return t
 
 
+# PyTorch names the C type in "value cannot be converted to type X without overflow"
+_C_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+                 "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
+
+
+def check_fits(value, dtype):
+    """PyTorch's checked scalar conversion for fill values: a number outside the target
+    type's range is an error (integers may wrap into unsigned types from below; infinities
+    and NaN stay valid for floating types; bool is not checked)."""
+    name = _C_TYPE_NAMES.get(dtype.name)
+    if name is None or isinstance(value, bool):
+        return
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, complex):
+        return
+    if isinstance(value, int) and not (-2 ** 63 <= value < 2 ** 64):
+        raise OverflowError("int too big to convert")
+    if dtype.is_floating_point:
+        ok = not math.isfinite(value) or abs(value) <= D.finfo(dtype).max
+    else:
+        info = D.iinfo(dtype)
+        if isinstance(value, int) and info.min == 0 and value < 0:
+            ok = True
+        else:
+            ok = value == value and info.min <= value <= info.max
+    if not ok:
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
 def fill_(self, value):
+    check_fits(value, self._dtype)
     d, i = _scalar_arg(value)
     check(lib.ptl_fill(_descs((self,), self._shape), d, i), "fill_")
     self._vc[0] += 1
@@ -34,6 +65,7 @@ def empty(size, dtype=None, layout=None, device=None, pin_memory=None, requires_
 
 def _full(op, size, value, dtype, device, requires_grad):
     _check_size(op, size)
+    check_fits(value, dtype)
     t = _empty(tuple(size), dtype, _dev(device))
     d, i = _scalar_arg(value)
     check(lib.ptl_fill(_descs((t,), t._shape), d, i), op)
@@ -108,17 +140,30 @@ def arange(start, end=None, step=1, dtype=None, layout=None, device=None, pin_me
         if isinstance(v, float) and not math.isfinite(v):
             raise RuntimeError(f"arange(): unsupported range: {start} -> {end}")
     if (step > 0 and start > end) or (step < 0 and start < end):
-        raise RuntimeError("arange(): upper bound and larger bound inconsistent with step sign")
+        raise RuntimeError("arange(): upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = D.get_default_dtype() if any(isinstance(v, float) for v in (start, end, step)) else D.int64
-    # PyTorch computes the length in double precision
-    n = int(math.ceil((end - start) / step))
-    t = _empty((n,), dtype, _dev(device))
+    if dtype is D.bool:
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
     if dtype.is_floating_point:
+        # PyTorch computes the length in double precision
+        n = int(math.ceil((end - start) / step))
         vals = start + np.arange(n, dtype=np.float64) * step
     else:
-        vals = (np.arange(n, dtype=np.int64) * int(step) + int(start)) if all(
-            isinstance(v, int) for v in (start, step)) else np.floor(start + np.arange(n) * step)
+        # integer results: start, end and step are first truncated to integers (PyTorch's
+        # accumulate type); int64 sizes the result with integer arithmetic on them, the
+        # narrower types from the double values as given
+        xstart, xend, xstep = int(start), int(end), int(step)
+        if dtype is D.int64:
+            if xstep == 0:
+                raise ValueError("arange(): step must be nonzero")
+            sgn = (xstep > 0) - (xstep < 0)
+            num = xend - xstart + xstep - sgn
+            n = abs(num) // abs(xstep) * (1 if (num >= 0) == (xstep > 0) else -1)   # C's truncating division
+        else:
+            n = int(math.ceil((end - start) / step))
+        vals = (np.arange(n, dtype=np.int64) * xstep + xstart)   # narrower dtypes wrap, as in C
+    t = _empty((n,), dtype, _dev(device))
     return _finish(_values_into(t, vals), requires_grad)
 
 
