@@ -54,6 +54,17 @@ HELPERS = (
     "masked_select_backward", "index_put_self_backward", "index_put_values_backward", "masked_fill_value_backward",
     "pow_self_backward", "pow_exponent_backward", "gelu_tanh_backward", "mish_backward", "softplus_backward",
     "hardswish_backward", "copysign_backward", "xlogy_self_backward", "xlogy_other_backward",
+    "cat_backward", "gather_backward", "scatter_self_backward", "scatter_src_backward", "scatter_reduce_backward",
+    "index_source_backward", "masked_scatter_source_backward", "diag_backward", "pad_backward",
+    # @@ section: data-movement @@
+    "sort_backward", "value_select_backward", "median_backward", "cumsum_backward", "cumprod_backward",
+    "cummaxmin_backward", "logcumsumexp_backward",
+    # @@ section: sorting-scans @@
+    "linalg_det_backward", "linalg_slogdet_backward", "linalg_solve_backward", "cholesky_backward",
+    "linalg_qr_backward", "svd_backward", "eigh_backward", "linalg_lstsq_backward",
+    # @@ section: linalg @@
+    "softmax_double_backward", "convolution_double_backward", "max_pool_double_backward", "layer_norm_backward",
+    # @@ section: nn @@
 )
 BUILTINS = ("len", "range", "tuple", "list", "zip", "enumerate", "min", "max", "abs", "int", "float",
             "bool", "isinstance", "any", "all", "reversed", "sorted", "slice", "dict")

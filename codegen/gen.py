@@ -85,6 +85,41 @@ class KernelVariant:
     def store_strided(self, ptr, offset, expr):
         return _store(self.out_dtype, f"{ptr} + {offset}", expr)
 
+    # CUDA (pointwise.cu.j2): typed pointers instead of byte arithmetic
+    @property
+    def in_storage(self):
+        return _C_TYPES[self.dtype][2]
+
+    @property
+    def out_storage(self):
+        return _C_TYPES[self.out_dtype][2]
+
+    def cu_load(self, element):
+        return _cu_load(self.dtype, element)
+
+    def cu_store(self, element, expr):
+        return f"{element} = {_cu_convert(self.out_dtype, expr)}"
+
+
+def _cu_load(dtype, element):
+    if dtype == "float16":
+        return f"ptl_h2f({element})"
+    if dtype == "bfloat16":
+        return f"ptl_bf2f({element})"
+    if dtype == "bool":
+        return f"({element} != 0)"
+    return element
+
+
+def _cu_convert(dtype, expr):
+    if dtype == "float16":
+        return f"ptl_f2h((float)({expr}))"
+    if dtype == "bfloat16":
+        return f"ptl_f2bf((float)({expr}))"
+    if dtype == "bool":
+        return f"(uint8_t)(({expr}) != 0)"
+    return f"({_C_TYPES[dtype][2]})({expr})"
+
 
 def _load(dtype, addr):
     storage = _C_TYPES[dtype][2]
@@ -151,8 +186,8 @@ def _pyname(arg):
 
 def _default_repr(arg):
     v = arg.default_value()
-    if isinstance(v, str) and arg.type.base == "ScalarType":
-        return "None"
+    if isinstance(v, str) and arg.type.base in ("ScalarType", "MemoryFormat"):
+        return "None"   # the kernel entry applies the schema's named default
     return repr(v)
 
 
@@ -180,8 +215,19 @@ def _check_line(op_name, arg, var, pos, tensor_scalar):
     if fn is None:
         return None
     extra = f", size={t.size}" if t.is_list and t.size else ""
+    # values of exactly the type the checker returns unchanged skip the call (most calls
+    # pass a default or a plain Python value): `x.__class__ is not bool` costs a fraction
+    # of a function call, and anything else still goes through the checker
+    exact = None if t.is_list else {"scalar": "_Number", "bool_": "_bool", "int_": "_int", "float_": "_float",
+                                    "str_": "_str"}.get(fn)
+    skip = ""
+    if exact is not None:
+        skip = f"{var}.__class__ not in {exact}" if exact == "_Number" else f"{var}.__class__ is not {exact}"
     if t.optional:
-        return (f"if {var} is not None: {var} = _a.{fn}({op_name!r}, {pn!r}, {pos_txt}, {var}{extra})")
+        cond = f"{var} is not None" + (f" and {skip}" if skip else "")
+        return (f"if {cond}: {var} = _a.{fn}({op_name!r}, {pn!r}, {pos_txt}, {var}{extra})")
+    if skip:
+        return f"if {skip}: {var} = _a.{fn}({op_name!r}, {pn!r}, {pos_txt}, {var}{extra})"
     return f"{var} = _a.{fn}({op_name!r}, {pn!r}, {pos_txt}, {var}{extra})"
 
 
@@ -198,16 +244,18 @@ def _signature(op, method, with_out, varargs_name):
     args = list(op.schema.positional)
     if method:
         parts.append("self")
-        args = args[1:]
+        args = [a for a in args if a.name != "self"]
     for a in args:
         n = "self" if (method and a.name == "self") else _pyname(a)
         if a.name == varargs_name:
-            parts.append(f"*{n}")
+            parts.append(f"*{n}_args")   # zeros(2, 3), zeros((2, 3)); `size=` comes as a keyword below
             continue
         parts.append(n + (f"={_default_repr(a)}" if a.default is not None else ""))
     kw = [a for a in op.schema.kwonly if a not in op.schema.out_arguments]
     if (kw or with_out) and not varargs_name:
         parts.append("*")
+    if varargs_name:
+        parts.append(_pyname(next(a for a in args if a.name == varargs_name)) + "=None")
     for a in kw:
         parts.append(_pyname(a) + (f"={_default_repr(a)}" if a.default is not None else ""))
     if with_out:
@@ -220,7 +268,7 @@ def _varargs_arg(op, method):
     positional argument (after self for methods) becomes *args."""
     pos = list(op.schema.positional)
     if method:
-        pos = pos[1:]
+        pos = [a for a in pos if a.name != "self"]
     elif any(a.type.is_tensor or a.type.is_tensor_list for a in pos):
         return None
     if len(pos) == 1 and pos[0].type.base in ("int", "SymInt") and pos[0].type.is_list and pos[0].type.size is None:
@@ -269,7 +317,8 @@ def _bindings(op, deriv=None):
             if method and a.name == "self":
                 continue
             if a.name == varargs:
-                lines.append(f"{var} = _a.varargs({name!r}, {a.python_name!r}, {var})")
+                lines.append(f"{var} = _a.varargs({name!r}, {a.python_name!r}, {var}_args, {var}, "
+                             f"{a.default is None!r})")
             line = _check_line(name, a, var, pos if is_pos else None, a.name in op.tensor_scalars)
             if line:
                 lines.append(line)
@@ -412,6 +461,8 @@ def render_all(root=ROOT):
 
     files = {
         "generated/pointwise.c": env.get_template("pointwise.c.j2").render(header=HEADER, ops=pw_views),
+        # the same bodies as CUDA kernels (compiled at run time by pytorchlite/cuda/_nvrtc.py)
+        "generated/pointwise.cu": env.get_template("pointwise.cu.j2").render(header=HEADER, ops=pw_views),
         "generated/cdefs.h": env.get_template("cdefs.h.j2").render(header=HEADER, ops=pw_views),
         "generated/dispatch.py": env.get_template("dispatch.py.j2").render(header=HEADER, ops=dispatch_ops),
         "generated/functions.py": env.get_template("functions.py.j2").render(

@@ -191,12 +191,15 @@ def _parse_entry(raw, file):
     for v in variants:
         if v not in VARIANTS:
             raise fail(f"unknown variant '{v}' (known: {', '.join(VARIANTS)})")
-    if "method" in variants and (not schema.positional or schema.positional[0].name != "self"
-                                 or not schema.positional[0].type.is_tensor):
-        raise fail("a 'method' variant needs 'Tensor self' as the first argument")
+    # self is usually first; where(condition, self, other) binds x.where(condition, y) as in PyTorch
+    if "method" in variants and not any(a.name == "self" and a.type.is_tensor for a in schema.positional):
+        raise fail("a 'method' variant needs 'Tensor self' as a positional argument")
     if ("inplace" in variants or "out" in variants) and not (
             len(schema.returns) == 1 and schema.returns[0].type.is_tensor):
-        raise fail("'inplace' and 'out' variants need a single Tensor return")
+        # out= of several Tensor results takes a tuple of out tensors (torch.sort(x, out=(v, i)))
+        if "inplace" in variants or not schema.returns or not all(
+                r.type.is_tensor and not r.type.is_tensor_list for r in schema.returns):
+            raise fail("'inplace' variants need a single Tensor return, 'out' variants Tensor returns")
 
     python_module = e.pop("python_module", "")
     if python_module not in PYTHON_MODULES:

@@ -56,3 +56,57 @@ int ptl_multinomial(const ptl_tensor *prob, int64_t nsample, int with_replacemen
 
 /* reductions: reduce.c */
 int ptl_reduce(int op, const ptl_tensor *in, const ptl_tensor *out, const ptl_tensor *aux, double arg);
+
+/* small-call fast paths: overhead.c */
+int ptl_reduce_contiguous(int op, intptr_t in, int in_dtype, int64_t n, intptr_t out, int out_dtype, double arg);
+
+/* data movement: movement.c */
+int ptl_cat(intptr_t out, int64_t outer, int64_t out_row, int n, const intptr_t *ptrs, const int64_t *rows);
+int ptl_gather(const ptl_tensor *ts, int64_t dim_size, int64_t dim_stride, int wrap, int64_t *bad);
+int ptl_scatter(const ptl_tensor *ts, int64_t dim_size, int64_t dim_stride, int dim, int op, int wrap, int64_t *bad);
+
+/* @@ section: data-movement (add declarations above this line) @@ */
+
+/* sorting, selection, scans, counting: sort.c */
+int ptl_sort(const ptl_tensor *in, const ptl_tensor *values, const ptl_tensor *indices, int dim, int descending);
+int ptl_topk(const ptl_tensor *in, const ptl_tensor *values, const ptl_tensor *indices, int dim, int64_t k,
+             int largest);
+int ptl_select(int op, const ptl_tensor *in, const ptl_tensor *values, const ptl_tensor *indices, int dim,
+               int64_t k);
+int ptl_scan(int op, const ptl_tensor *in, const ptl_tensor *out, const ptl_tensor *idx, int dim);
+int ptl_unique_runs(const ptl_tensor *vals, const int64_t *perm, const ptl_tensor *uvals, int64_t *inverse,
+                    int64_t *counts, int64_t *ngroups);
+int ptl_searchsorted(const ptl_tensor *seq, const ptl_tensor *vals, const int64_t *sorter, const ptl_tensor *out,
+                     int64_t rows, int64_t seq_rows, int64_t m, int64_t k, int right);
+int ptl_bincount(const int64_t *x, int64_t n, const double *weights, void *out, int64_t nbins);
+int ptl_histc(const double *x, int64_t n, double *out, int64_t bins, double lo, double hi);
+
+/* @@ section: sorting-scans (add declarations above this line) @@ */
+
+/* LAPACK factorizations: lapack.c (batches of column-major matrices, one info per matrix) */
+int ptl_lapack_lu(int dtype, int64_t batch, int64_t m, int64_t n, intptr_t a, int32_t *ipiv, int32_t *info,
+                  intptr_t sign, intptr_t logabs, intptr_t det);
+int ptl_lapack_solve(int dtype, int64_t batch, int64_t n, int64_t nrhs, intptr_t a, intptr_t b, int32_t *ipiv,
+                     int32_t *info);
+int ptl_lapack_cholesky(int dtype, int64_t batch, int64_t n, intptr_t a, int upper, int32_t *info);
+int ptl_lapack_qr(int dtype, int64_t batch, int64_t m, int64_t n, intptr_t a, intptr_t q, int64_t qcols,
+                  intptr_t r, int64_t rrows, int32_t *info);
+int ptl_lapack_svd(int dtype, int64_t batch, int64_t m, int64_t n, intptr_t a, intptr_t s, intptr_t u,
+                   intptr_t vt, int jobz, int32_t *info);
+int ptl_lapack_eigh(int dtype, int64_t batch, int64_t n, intptr_t a, intptr_t w, int vectors, int upper,
+                    int32_t *info);
+int ptl_lapack_lstsq(int dtype, int driver, int64_t batch, int64_t m, int64_t n, int64_t nrhs, intptr_t a,
+                     intptr_t b, intptr_t s, int64_t *rank, double rcond, int32_t *info);
+
+/* @@ section: linalg (add declarations above this line) @@ */
+
+/* nn.c: softmax, convolution, pooling */
+int ptl_softmax_forward(int dtype, intptr_t x, intptr_t y, int64_t outer, int64_t n, int64_t inner, int is_log);
+int ptl_softmax_backward(int dtype, intptr_t g, intptr_t y, intptr_t gx, int64_t outer, int64_t n, int64_t inner,
+                         int is_log);
+int ptl_conv2d(int which, int dtype, const int64_t *g, intptr_t a, intptr_t b, intptr_t c, intptr_t d);
+int ptl_pool2d(int which, int dtype, const int64_t *p, intptr_t a, intptr_t b, intptr_t c, int flags, int64_t dov);
+int ptl_layer_norm(int dtype, intptr_t x, intptr_t w, intptr_t b, intptr_t y, intptr_t mean, intptr_t rstd,
+                   int64_t R, int64_t M, double eps);
+
+/* @@ section: nn (add declarations above this line) @@ */

@@ -48,6 +48,7 @@ from pytorchlite._dtype import (  # noqa: E402,F401
     promote_types, can_cast, finfo, iinfo,
 )
 from pytorchlite._device import device  # noqa: E402,F401
+from pytorchlite._memory_format import memory_format, contiguous_format, preserve_format  # noqa: E402,F401
 from pytorchlite._tensor import Tensor, Size  # noqa: E402,F401
 from pytorchlite import _argparse, _tensor  # noqa: E402
 
@@ -59,6 +60,11 @@ _tensor._F = _functions
 
 for _name, _fn in _functions.METHODS.items():
     setattr(Tensor, _name, _fn)
+# The commonest Python operators go straight to the generated methods: `a + b` then runs
+# one Python frame less than through the forwarders in _tensor.py (same checks, errors).
+for _name, _fn in (("__add__", "add"), ("__radd__", "add"), ("__mul__", "mul"), ("__rmul__", "mul"),
+                   ("__sub__", "sub")):
+    setattr(Tensor, _name, _functions.METHODS[_fn])
 for _name, _fn in _functions.EXPORTS.get("", {}).items():
     globals()[_name] = _fn
 del _name, _fn
@@ -84,6 +90,8 @@ from pytorchlite import optim  # noqa: E402,F401
 from pytorchlite import return_types  # noqa: E402,F401
 from pytorchlite import memory  # noqa: E402,F401
 from pytorchlite import cuda  # noqa: E402,F401
+from pytorchlite.serialization import save, load  # noqa: E402,F401
+from pytorchlite import utils  # noqa: E402,F401
 
 
 def is_tensor(obj):

@@ -57,10 +57,16 @@ def int_list(op, name, pos, v, size=None):
     raise type_error(op, name, pos, "tuple of ints", v)
 
 
-def varargs(op, name, v):
-    """`view(2, 3)` and `view((2, 3))` both give (2, 3)."""
+def varargs(op, name, v, kw=None, required=True):
+    """`view(2, 3)`, `view((2, 3))` and `view(size=(2, 3))` all give (2, 3)."""
+    if kw is not None:
+        if v:
+            raise TypeError(f"{op}() got multiple values for argument '{name}'")
+        return kw
     if len(v) == 1 and not _is_int(v[0]):
         return v[0]
+    if not v and required:
+        raise TypeError(f"{op}() missing 1 required positional arguments: \"{name}\"")
     return v
 
 
@@ -151,13 +157,18 @@ def common_device(op, tensors):
     """The device the operator runs on; all tensors must agree (0-d CPU tensors may join
     a CUDA computation as scalars, as in PyTorch)."""
     dev = None
+    uniform = True    # every tensor had the very same device object (no second pass needed)
     for t in tensors:
         if not isinstance(t, _Tensor):
             continue
         d = t._device
+        if d is dev:      # the common case, without Device.__eq__ (cat of many tensors)
+            continue
         if dev is None:
             dev = d
-        elif d != dev:
+            continue
+        uniform = False
+        if d != dev:
             if d.type == "cpu" and not t._shape:
                 continue
             if dev.type == "cpu":
@@ -165,7 +176,7 @@ def common_device(op, tensors):
                 continue
             raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
                                f"{dev} and {d}! (when checking argument for {op}())")
-    if dev is not None and dev.type == "cpu":
+    if not uniform and dev is not None and dev.type == "cpu":
         for t in tensors:
             if isinstance(t, _Tensor) and t._device.type != "cpu" and t._shape:
                 raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
@@ -211,6 +222,16 @@ def check_out_autograd(op, out):
 
 
 def write_out(op, result, out):
+    if isinstance(result, tuple):
+        # ops with several results (sort, topk, cummax, ...) take a tuple of out tensors
+        if not isinstance(out, (tuple, list)) or not all(isinstance(t, _Tensor) for t in out):
+            raise type_error(op, "out", None, "tuple of Tensors", out)
+        if len(out) != len(result):
+            raise TypeError(f"{op}(): argument 'out' must be tuple of {len(result)} Tensors, not a tuple of "
+                            f"{len(out)}")
+        for r, o in zip(result, out):
+            write_out(op, r, o)
+        return type(result)(*out) if hasattr(result, "_fields") else tuple(out)
     if not isinstance(out, _Tensor):
         raise type_error(op, "out", None, "Tensor", out)
     _check_cast(op, result._dtype, out)

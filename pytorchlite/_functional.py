@@ -92,6 +92,43 @@ def view(self, *shape, dtype=None, size=None):
     return _view_shape(self, *shape) if size is None else _view_shape(self, size)
 
 
+def einsum(equation, *operands):
+    """Einstein summation over the operands, given one by one or as one list (see the
+    `einsum` operator).
+
+    >>> pytorchlite.einsum('i,i->', pytorchlite.tensor([1., 2.]), pytorchlite.tensor([3., 4.]))
+    tensor(11.)
+    """
+    if not operands:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at least one "
+                         "operand and its subscripts list")
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = operands[0]
+    return _F.einsum(equation, list(operands))
+
+
+def tensordot(a, b, dims=2):
+    """Contract the last `dims` dims of a with the first `dims` of b, or the dims listed in
+    `dims = (dims_a, dims_b)` (see the `tensordot` operator).
+
+    >>> pytorchlite.tensordot(pytorchlite.ones(2, 3), pytorchlite.ones(3, 4), dims=([1], [0])).shape
+    pytorchlite.Size([2, 4])
+    """
+    if isinstance(dims, Tensor):
+        dims = dims.item() if not dims._shape else dims.tolist()
+    if _is_int(dims):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        na = len(a.shape)
+        if dims > na:
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        return _F.tensordot(a, b, list(range(na - dims, na)), list(range(dims)))
+    da, db = dims
+    da = [da] if _is_int(da) else list(da)
+    db = [db] if _is_int(db) else list(db)
+    return _F.tensordot(a, b, da, db)
+
+
 def _method(fn):
     def method(self, *args, **kwargs):
         return fn(self, *args, **kwargs)
@@ -104,4 +141,6 @@ def install(namespace, tensor_cls):
     for fn in (split, tensor_split, nonzero):
         namespace[fn.__name__] = fn
         setattr(tensor_cls, fn.__name__, _method(fn))
+    namespace["einsum"] = einsum            # functions only, as in PyTorch
+    namespace["tensordot"] = tensordot
     tensor_cls.view = view

@@ -24,5 +24,26 @@ def _structseq(name, fields):
 max = _structseq("max", ("values", "indices"))
 min = _structseq("min", ("values", "indices"))
 aminmax = _structseq("aminmax", ("min", "max"))
+# sorting-scans
+sort = _structseq("sort", ("values", "indices"))
+topk = _structseq("topk", ("values", "indices"))
+kthvalue = _structseq("kthvalue", ("values", "indices"))
+median = _structseq("median", ("values", "indices"))
+nanmedian = _structseq("nanmedian", ("values", "indices"))
+mode = _structseq("mode", ("values", "indices"))
+cummax = _structseq("cummax", ("values", "indices"))
+cummin = _structseq("cummin", ("values", "indices"))
+_SORTING = ["sort", "topk", "kthvalue", "median", "nanmedian", "mode", "cummax", "cummin"]
+# linalg
+slogdet = _structseq("slogdet", ("sign", "logabsdet"))
+linalg_slogdet = _structseq("linalg_slogdet", ("sign", "logabsdet"))
+linalg_qr = _structseq("linalg_qr", ("Q", "R"))
+_linalg_svd = _structseq("_linalg_svd", ("U", "S", "Vh"))
+linalg_svd = _structseq("linalg_svd", ("U", "S", "Vh"))
+_linalg_eigh = _structseq("_linalg_eigh", ("eigenvalues", "eigenvectors"))
+linalg_eigh = _structseq("linalg_eigh", ("eigenvalues", "eigenvectors"))
+linalg_lstsq = _structseq("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+_LINALG = ["slogdet", "linalg_slogdet", "linalg_qr", "_linalg_svd", "linalg_svd", "_linalg_eigh", "linalg_eigh",
+           "linalg_lstsq"]
 
-__all__ = ["max", "min", "aminmax"]
+__all__ = ["max", "min", "aminmax"] + _SORTING

@@ -192,7 +192,7 @@ def test_basic_factories(fn, size, dtype):
     kw = {"dtype": getattr(ptl, dtype)} if dtype else {}
     tkw = {"dtype": getattr(torch, dtype)} if dtype else {}
     p, t = getattr(ptl, fn)(size, **kw), getattr(torch, fn)(size, **tkw)
-    p2 = getattr(ptl, fn)(*size, **kw)
+    p2 = getattr(ptl, fn)(*size, **kw) if size else p   # zeros() with no size is a TypeError, as in torch
     assert p.shape == p2.shape == tuple(t.shape) and p.stride() == t.stride()
     assert name(p.dtype) == name(t.dtype)
     if fn != "empty":
@@ -418,3 +418,23 @@ def test_default_dtype_16_bit():
             warnings.simplefilter("ignore")
             assert name(ptl.tensor([1.5]).dtype) == name(torch.tensor([1.5]).dtype)
             assert name(ptl.zeros(1).dtype) == name(torch.zeros(1).dtype)
+
+
+# --- varargs sizes: zeros(2, 3), zeros((2, 3)) and zeros(size=(2, 3)) ----------------------
+
+@pytest.mark.parametrize("fn", ["zeros", "ones", "empty", "rand", "randn"])
+def test_size_as_varargs_tuple_or_keyword(fn):
+    f = getattr(ptl, fn)
+    assert f(2, 3).shape == f((2, 3)).shape == f([2, 3]).shape == f(size=(2, 3)).shape == (2, 3)
+    assert f(()).shape == f(size=()).shape == ()
+    with pytest.raises(TypeError, match=f"{fn}\\(\\) got multiple values for argument 'size'"):
+        f(2, size=(2,))
+    with pytest.raises(TypeError, match=f"{fn}\\(\\) missing 1 required positional arguments: \"size\""):
+        f()
+
+
+def test_method_varargs_accept_keywords():
+    x = ptl.arange(6.)
+    assert x.view(size=(2, 3)).shape == x.reshape(shape=(3, 2)).T.shape == (2, 3)
+    assert x.view(2, 3).permute(dims=(1, 0)).shape == (3, 2)
+    assert x.view(1, 6).expand(size=(4, 6)).shape == (4, 6)

@@ -381,7 +381,7 @@ def test_out_forms():
                      (P.vdot, (P.ones(3), P.ones(3))), (P.outer, (P.ones(3), P.ones(2))),
                      (P.linalg.matmul, (a, b))]:
         want = fn(*args)
-        out = P.empty(*want.shape)
+        out = P.empty(want.shape)
         assert fn(*args, out=out) is out
         assert out.tolist() == want.tolist()
 

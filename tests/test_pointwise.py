@@ -798,3 +798,21 @@ def test_parity_helper_reports_what_differs():
         check_parity(pytorchlite.exp, lambda t: torch.exp(t)[None], x)
     with pytest.raises(ParityError, match="exception"):
         check_parity(pytorchlite.exp, lambda t: torch.bitwise_not(t), x)
+
+
+# --- Python-number first operands and the method form of where ----------------------------
+
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "multiply", "subtract", "divide", "true_divide", "div"])
+def test_number_as_first_operand(name):
+    for other in ([1., -2.], [1, 3]):
+        p = getattr(pytorchlite, name)(2, pytorchlite.tensor(other))
+        t = getattr(torch, name)(2, torch.tensor(other))
+        assert p.tolist() == t.tolist() and str(p.dtype).split(".")[1] == str(t.dtype).split(".")[1]
+    assert getattr(pytorchlite, name)(6, 3).item() == getattr(torch, name)(6, 3).item()
+
+
+def test_where_method_and_functional_aliases():
+    x = pytorchlite.tensor([1., -2., 3.])
+    assert x.where(x > 0, 0.).tolist() == [1., 0., 3.]
+    assert x.where(x > 0, pytorchlite.tensor([9., 9., 9.])).tolist() == [1., 9., 3.]
+    assert F.sigmoid(x).tolist() == pytorchlite.sigmoid(x).tolist() and F.tanh(x).tolist() == pytorchlite.tanh(x).tolist()

@@ -386,8 +386,34 @@ def test_contiguous_and_clone():
     assert z.shape == (0, 3) and z.stride() == torch.empty(0, 3).clone().stride()
 
 
-@pytest.mark.xfail(strict=True, reason="clone() returns a contiguous tensor; PyTorch's default "
-                   "memory_format=preserve_format keeps a permuted dense layout (pytorchlite/_kernels/copy.py)")
 def test_clone_preserves_dense_permuted_layout():
     base = np.arange(24, dtype=np.int16).reshape(4, 6)
     assert ptl.from_numpy(base.T).clone().stride() == torch.from_numpy(base.T).clone().stride()
+
+
+@pytest.mark.parametrize("make", [
+    lambda m: m.zeros(2, 3, 4).permute(2, 0, 1),          # dense, permuted: same strides
+    lambda m: m.zeros(2, 1, 4).permute(2, 1, 0),          # size-1 dim keeps its stride
+    lambda m: m.zeros(4, 6)[:, ::2],                      # not dense: dense in stride order
+    lambda m: m.zeros(3, 4).expand(2, 3, 4),              # stride 0 dims stay put
+    lambda m: m.zeros(4, 6).T[:, ::2],
+    lambda m: m.zeros(2, 3, 8).permute(1, 2, 0)[:, ::2],
+    lambda m: m.zeros(3, 1).expand(3, 4).T,
+    lambda m: m.zeros(4, 4, 4)[::2, :, ::2].permute(2, 0, 1),
+])
+def test_preserve_format_layouts_match_torch(make):
+    p, t = make(ptl), make(torch)
+    assert p.clone().stride() == t.clone().stride()
+    for fn in ("empty_like", "zeros_like", "ones_like"):
+        assert getattr(ptl, fn)(p).stride() == getattr(torch, fn)(t).stride(), fn
+    assert ptl.full_like(p, 2).stride() == torch.full_like(t, 2).stride()
+    assert p.clone(memory_format=ptl.contiguous_format).is_contiguous()
+    assert p.contiguous().is_contiguous()
+    np.testing.assert_array_equal(p.clone().numpy(), p.numpy())
+
+
+def test_memory_format_errors():
+    x = ptl.zeros(2, 3)
+    with pytest.raises(TypeError, match="memory_format"):
+        x.clone(memory_format="channels_last")
+    assert repr(ptl.preserve_format) == "pytorchlite.preserve_format"

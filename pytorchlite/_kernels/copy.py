@@ -1,8 +1,9 @@
 """Kernel entries for copying: copy_, _to_copy (dtype/device conversion), clone, contiguous."""
 
 from pytorchlite._argparse import wrap_dim  # noqa: F401  (kept for symmetry with other entries)
-from pytorchlite._kernels.pointwise import broadcast_shapes, copy_into, _empty, _overlaps, _self_overlapping
-from pytorchlite._tensor import Tensor
+from pytorchlite._kernels.pointwise import broadcast_shapes, copy_into, _alloc, _empty, _overlaps, _self_overlapping
+from pytorchlite._memory_format import contiguous_format, preserve_format, check_memory_format
+from pytorchlite._tensor import Tensor, contiguous_strides, make, _numel
 
 
 def copy_(self, src, non_blocking=False):
@@ -36,13 +37,75 @@ def _to_copy(self, dtype=None, device=None, non_blocking=False):
     return out
 
 
-def clone(self, memory_format=None):
-    out = _empty(self._shape, self._dtype, self._device)
+def _dense_layout(t):
+    """Strides for a new tensor laid out like `t` (PyTorch's preserve_format): t's own
+    strides when they are dense and non-overlapping (a permutation of a contiguous
+    layout), otherwise dense strides in the order of t's strides, found as PyTorch does:
+    an insertion sort from the innermost dim in which stride-0 dims compare as unordered."""
+    shape, stride = t._shape, t._stride
+    dims = sorted((d for d in range(len(shape)) if shape[d] != 1), key=lambda d: stride[d])
+    expected = 1
+    for d in dims:
+        if stride[d] != expected:
+            break
+        expected *= shape[d]
+    else:
+        return stride
+
+    def should_swap(a, b):
+        if stride[a] == 0 or stride[b] == 0:
+            return 0
+        if stride[a] != stride[b]:
+            return -1 if stride[a] < stride[b] else 1
+        return 1 if shape[a] > shape[b] else 0
+
+    perm = list(range(len(shape)))[::-1]   # innermost first
+    for i in range(1, len(perm)):
+        moving = i
+        for j in range(i - 1, -1, -1):
+            c = should_swap(perm[j], perm[moving])
+            if c > 0:
+                perm[j], perm[moving] = perm[moving], perm[j]
+                moving = j
+            elif c < 0:
+                break
+    out = [0] * len(shape)
+    acc = 1
+    for d in perm:
+        out[d] = acc
+        acc *= shape[d]
+    return tuple(out)
+
+
+def empty_preserving(t, dtype=None, device=None, memory_format=None):
+    """An uninitialised tensor shaped like `t` in the layout `memory_format` asks for
+    (None means preserve_format, as in PyTorch's clone and *_like factories)."""
+    fmt = check_memory_format(memory_format, preserve_format)
+    dtype = dtype or t._dtype
+    device = device or t._device
+    if fmt is contiguous_format or t.is_contiguous():
+        return _empty(t._shape, dtype, device)
+    stride = _dense_layout(t)
+    if stride == contiguous_strides(t._shape):
+        return _empty(t._shape, dtype, device)
+    return make(_alloc(_numel(t._shape) * dtype.itemsize, device), t._shape, stride, 0, dtype)
+
+
+def clone(self, memory_format=contiguous_format):
+    """A copy with its own memory; contiguous unless asked to preserve the layout. Kernels
+    call this (and rely on the contiguous result); the public operator is clone_op."""
+    out = empty_preserving(self, memory_format=memory_format)
     copy_into(out, self)
     return out
 
 
+def clone_op(self, memory_format=None):
+    """The `clone` operator: PyTorch's default memory_format is preserve_format."""
+    return clone(self, check_memory_format(memory_format, preserve_format))
+
+
 def contiguous(self, memory_format=None):
+    check_memory_format(memory_format, contiguous_format)
     if self.is_contiguous():
         return self
-    return clone(self)
+    return clone(self, memory_format=contiguous_format)

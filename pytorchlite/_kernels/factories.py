@@ -14,6 +14,17 @@ def _check_size(op, size):
             raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: {list(size)}")
 
 
+def _check_pin_memory(pin_memory):
+    """pin_memory=True needs page-locked host memory, which only the CUDA backend provides."""
+    if not pin_memory:
+        return
+    from pytorchlite import cuda
+    if not cuda.is_available():
+        raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory "
+                           "allocator is available on this system.")
+    raise NotImplementedError("pin_memory=True: pinned host allocations are not implemented yet")
+
+
 def _finish(t, requires_grad):
     if requires_grad:
         t.requires_grad_(True)
@@ -60,11 +71,13 @@ def fill_(self, value):
 
 def empty(size, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False, memory_format=None):
     _check_size("empty", size)
+    _check_pin_memory(pin_memory)
     return _finish(_empty(tuple(size), dtype or D.get_default_dtype(), _dev(device)), requires_grad)
 
 
-def _full(op, size, value, dtype, device, requires_grad):
+def _full(op, size, value, dtype, device, requires_grad, pin_memory=None):
     _check_size(op, size)
+    _check_pin_memory(pin_memory)
     check_fits(value, dtype)
     t = _empty(tuple(size), dtype, _dev(device))
     d, i = _scalar_arg(value)
@@ -73,43 +86,50 @@ def _full(op, size, value, dtype, device, requires_grad):
 
 
 def zeros(size, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
-    return _full("zeros", size, 0, dtype or D.get_default_dtype(), device, requires_grad)
+    return _full("zeros", size, 0, dtype or D.get_default_dtype(), device, requires_grad, pin_memory)
 
 
 def ones(size, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
-    return _full("ones", size, 1, dtype or D.get_default_dtype(), device, requires_grad)
+    return _full("ones", size, 1, dtype or D.get_default_dtype(), device, requires_grad, pin_memory)
 
 
 def full(size, fill_value, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
     if dtype is None:
         from pytorchlite._promotion import scalar_dtype
         dtype = scalar_dtype(fill_value)
-    return _full("full", size, fill_value, dtype, device, requires_grad)
+    return _full("full", size, fill_value, dtype, device, requires_grad, pin_memory)
 
 
-def _like(t, dtype, device):
-    return tuple(t._shape), dtype or t._dtype, device or t._device
+def _like(op, input, dtype, device, requires_grad, memory_format, value=None, pin_memory=None):
+    """The *_like factories: input's shape and (preserve_format) layout."""
+    from pytorchlite._kernels.copy import empty_preserving
+    _check_pin_memory(pin_memory)
+    dtype = dtype or input._dtype
+    if value is not None:
+        check_fits(value, dtype)
+    t = empty_preserving(input, dtype, _dev(device) if device is not None else None, memory_format)
+    if value is not None:
+        d, i = _scalar_arg(value)
+        check(lib.ptl_fill(_descs((t,), t._shape), d, i), op)
+    return _finish(t, requires_grad)
 
 
 def empty_like(input, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False, memory_format=None):
-    s, d, dev = _like(input, dtype, device)
-    return empty(s, d, None, dev, None, requires_grad)
+    return _like("empty_like", input, dtype, device, requires_grad, memory_format, None, pin_memory)
 
 
 def zeros_like(input, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False, memory_format=None):
-    s, d, dev = _like(input, dtype, device)
-    return zeros(s, d, None, dev, None, requires_grad)
+    return _like("zeros_like", input, dtype, device, requires_grad, memory_format, 0, pin_memory)
 
 
 def ones_like(input, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False, memory_format=None):
-    s, d, dev = _like(input, dtype, device)
-    return ones(s, d, None, dev, None, requires_grad)
+    return _like("ones_like", input, dtype, device, requires_grad, memory_format, 1, pin_memory)
 
 
 def full_like(input, fill_value, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False,
               memory_format=None):
-    s, d, dev = _like(input, dtype, device)
-    return full(s, fill_value, d, None, dev, None, requires_grad)
+    # input's dtype is kept (not inferred from fill_value), as in PyTorch
+    return _like("full_like", input, dtype, device, requires_grad, memory_format, fill_value, pin_memory)
 
 
 def _dev(device):
@@ -132,6 +152,7 @@ def _values_into(t, values):
 
 def arange(start, end=None, step=1, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
     import numpy as np
+    _check_pin_memory(pin_memory)
     if end is None:
         start, end = 0, start
     if step == 0:
@@ -169,9 +190,12 @@ def arange(start, end=None, step=1, dtype=None, layout=None, device=None, pin_me
 
 def linspace(start, end, steps, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
     import numpy as np
+    _check_pin_memory(pin_memory)
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
     dtype = dtype or D.get_default_dtype()
+    if dtype is D.bool:
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
     t = _empty((steps,), dtype, _dev(device))
     if steps == 1:
         vals = np.array([start], dtype=np.float64)
@@ -189,6 +213,7 @@ def linspace(start, end, steps, dtype=None, layout=None, device=None, pin_memory
 
 def eye(n, m=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
     import numpy as np
+    _check_pin_memory(pin_memory)
     if m is None:
         m = n
     if n < 0 or m < 0:

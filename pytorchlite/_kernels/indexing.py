@@ -30,9 +30,15 @@ def index_select(self, dim, index):
     d = wrap_dim("index_select", dim, nd)
     idx = index if index._shape else make_view(index, (1,), (1,), index._offset)
     src = self if nd else make_view(self, (1,), (1,), self._offset)
+    if nd and self._shape[d] == 0 and _numel(idx._shape):
+        # nothing to select from, even when the output would be empty anyway (PyTorch's check)
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if not nd and _numel(idx._shape) != 1:
         raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {_numel(idx._shape)} value(s)")
     from pytorchlite._kernels.pointwise import to_dtype
+    if _numel(idx._shape) and idx._numpy_view().min() < 0:
+        # unlike indexing with [], index_select does not count from the end
+        raise IndexError("index out of range in self")
     out = A.gather(src, d, [to_dtype(idx, D.int64)], idx._shape,
                    error=lambda value, k, size: IndexError("index out of range in self"))
     if not nd:

@@ -4,8 +4,9 @@ It computes the result dtype (PyTorch's promotion, Python scalars weak), the bro
 shape, casts inputs to the computation dtype, allocates or validates the output, and
 hands descriptors to the generated C entry. Two paths:
 
-* fast: every operand a contiguous CPU tensor of one dtype and shape, no out= -> the
-  generated `ptl_pwc_<op>` taking raw addresses (no descriptor structs to build);
+* fast: every operand a contiguous CPU tensor of one dtype and shape or a Python number
+  that does not change the dtype, the output new or an exact match -> the generated
+  `ptl_pwc_<op>` taking raw addresses (no descriptor structs to build);
 * general: broadcasting, strides, casts, out=/in-place -> `ptl_pw_<op>` with descriptors.
 """
 
@@ -338,45 +339,119 @@ def _fast_out_dtypes(op):
 
 
 _FAST = {}
+# (type, value, dtype) of a nonzero Python number -> (address, 0-d tensor) of its operand
+_FAST_SCALARS = {}
 
 
 def run(op, operands, scalars, out, inplace):
-    # ---- fast path: contiguous CPU tensors of one dtype and shape, new output ----------
+    # ---- fast path: contiguous CPU tensors of one dtype and shape ----------------------
     # This is most of the cost of a small op, so it avoids calls and temporaries: the
-    # eligibility of (op, dtype) is a cached table, operands are checked inline.
-    if out is None:
-        first = operands[0]
-        if isinstance(first, Tensor) and first._device is _CPU and (first._contig or first.is_contiguous()):
-            dt = first._dtype
-            plan = _FAST.get(op) or _fast_out_dtypes(op)
-            out_dt = plan[0][dt.code]
-            if out_dt is not None:
-                shape = first._shape
-                item = dt.itemsize
-                args = [first._storage.ptr + first._offset * item]
-                for x in operands[1:]:
-                    if not isinstance(x, Tensor) or x._dtype is not dt or x._shape != shape or \
-                            x._device is not _CPU or not (x._contig or x.is_contiguous()):
+    # eligibility of (op, dtype) is a cached table, operands are checked inline. Python
+    # numbers that do not change the result dtype (weak scalars: a float with a floating
+    # tensor, an int with a non-bool one, a bool with any) join as one-element operands
+    # read with stride 0; the output is new, or an out=/in-place tensor that is exactly
+    # the result (contiguous, that shape and dtype, no partial overlap with an input).
+    first = operands[0]
+    if isinstance(first, Tensor) and first._device is _CPU and (first._contig or first.is_contiguous()):
+        dt = first._dtype
+        plan = _FAST.get(op) or _fast_out_dtypes(op)
+        out_dt = plan[0][dt.code]
+        if out_dt is not None:
+            shape = first._shape
+            item = dt.itemsize
+            args = [first._storage.ptr + first._offset * item]
+            bcast = 0
+            bit = 2     # bit k of bcast: operand k is a Python number (C input k, stride 0)
+            for x in operands[1:]:
+                tx = type(x)
+                if tx is float:
+                    if not dt.is_floating_point:
                         break
+                    bcast |= bit
+                    args.append(x)
+                elif tx is int:
+                    if dt is _BOOL:
+                        break
+                    bcast |= bit
+                    args.append(x)
+                elif tx is bool:
+                    bcast |= bit
+                    args.append(x)
+                elif isinstance(x, Tensor) and x._dtype is dt and x._shape == shape and x._device is _CPU and \
+                        (x._contig or x.is_contiguous()):
                     args.append(x._storage.ptr + x._offset * item)
                 else:
-                    # (autograd is recorded by the generated binding, around this call)
-                    if scalars:
-                        chk = plan[1]
-                        if chk is not None:
-                            chk(op, operands, scalars, dt)
-                        for v in scalars:
-                            args.extend(_scalar_arg(v))
-                    n = 1
-                    for s in shape:
-                        n *= s
+                    break
+                bit += bit
+            else:
+                target = out
+                if target is not None and not _fast_target(target, shape, out_dt, operands, inplace):
+                    return _run_general(op, operands, scalars, out, inplace)
+                # (autograd is recorded by the generated binding, around this call)
+                chk = plan[1]
+                # (an int alpha, the default, passes _check_alpha whatever the dtype)
+                if chk is not None and not (chk is _check_alpha and scalars[0].__class__ is int):
+                    chk(op, operands, scalars, dt)
+                if bcast:
+                    for k in range(1, len(args)):
+                        if bcast >> k & 1:
+                            v = args[k]
+                            # the address of the cached one-element operand (see _scalar_operand;
+                            # a zero takes the slow key, which tells 0.0 from -0.0)
+                            ent = _FAST_SCALARS.get((v.__class__, v, dt)) if v else None
+                            if ent is None:
+                                t = _scalar_operand(v, dt, _CPU)
+                                ent = (t._storage.ptr, t)     # the tensor keeps the address valid
+                                if v:
+                                    if len(_FAST_SCALARS) >= 256:
+                                        _FAST_SCALARS.clear()
+                                    _FAST_SCALARS[(v.__class__, v, dt)] = ent
+                            args[k] = ent[0]
+                for v in scalars:
+                    if v.__class__ is int:      # alpha=1 and the like: _scalar_arg inlined
+                        args.append(float(v))
+                        args.append(v)
+                    else:
+                        args.extend(_scalar_arg(v))
+                n = 1
+                for s in shape:
+                    n *= s
+                if target is None:
                     st = _alloc(n * out_dt.itemsize, _CPU)
                     res = make(st, shape, first._stride, 0, out_dt, None, True)
-                    status = plan[2](dt.code, n, st.ptr, *args)
+                    status = plan[2](dt.code, n, bcast, st.ptr, *args)
                     if status:
                         check(status, op.name)
                     return res
+                status = plan[2](dt.code, n, bcast, target._storage.ptr + target._offset * out_dt.itemsize, *args)
+                if status:
+                    check(status, op.name)
+                target._vc[0] += 1
+                return target
     return _run_general(op, operands, scalars, out, inplace)
+
+
+def _fast_target(target, shape, out_dt, operands, inplace):
+    """Whether the fast path can write the result straight into an out=/in-place tensor:
+    one the general path would also write directly, with no check of it left to fail
+    (right type, shape and dtype, contiguous, not requiring grad for out=, and sharing
+    memory with no input unless it is that very input)."""
+    if target is not operands[0]:    # (the first operand passed the fast path's checks)
+        if not isinstance(target, Tensor) or target._shape != shape or target._device is not _CPU or \
+                not (target._contig or target.is_contiguous()):
+            return False
+    if target._dtype is not out_dt:
+        return False
+    if not inplace and target._requires_grad:
+        return False   # the general path raises (or checks grad mode)
+    st = target._storage
+    for x in operands:
+        if x is not target and x.__class__ is Tensor and x._storage is st and \
+                (x._offset != target._offset or x._stride != target._stride):
+            return False
+        if x.__class__ is not Tensor and isinstance(x, Tensor) and x._storage is st and x is not target:
+            return False   # a Tensor subclass sharing memory: leave it to the general path
+    return True
 
 
 # Operators PyTorch also runs on Python numbers alone (giving a 0-d tensor); the others

@@ -14,6 +14,7 @@ import warnings
 from pytorchlite import _dtype as D
 from pytorchlite._C import check, ffi, lib
 from pytorchlite._kernels.pointwise import _descs, _empty, broadcast_shapes
+from pytorchlite._kernels.factories import _check_pin_memory
 from pytorchlite._random import get_generator
 from pytorchlite._tensor import Tensor
 
@@ -347,11 +348,13 @@ def _float_dtype(dtype):
 
 
 def rand(size, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    _check_pin_memory(pin_memory)
     t = _new("rand", size, _float_dtype(dtype), device)
     return _finish(_uniform_into("rand", t, 0.0, 1.0, generator), requires_grad)
 
 
 def randn(size, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    _check_pin_memory(pin_memory)
     t = _new("randn", size, _float_dtype(dtype), device)
     return _finish(_normal_into("randn", t, 0.0, 1.0, generator), requires_grad)
 
@@ -372,6 +375,7 @@ def _randint_bounds(op, low, high, size):
 
 def randint(low=0, high=None, size=None, generator=None, dtype=None, layout=None, device=None, pin_memory=None,
             requires_grad=False):
+    _check_pin_memory(pin_memory)
     low, high, size = _randint_bounds("randint", low, high, size)
     t = _new("randint", size, dtype or D.int64, device)
     return _finish(_random_into("randint", t, low, high, generator), requires_grad)
@@ -385,12 +389,14 @@ def _like(op, self, dtype, device):
 
 def rand_like(self, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False,
               memory_format=None):
+    _check_pin_memory(pin_memory)
     t = _like("rand_like", self, dtype, device)
     return _finish(_uniform_into("rand_like", t, 0.0, 1.0, generator), requires_grad)
 
 
 def randn_like(self, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False,
                memory_format=None):
+    _check_pin_memory(pin_memory)
     t = _like("randn_like", self, dtype, device)
     if not t._dtype.is_floating_point:
         raise _not_floating("normal_kernel_cpu", t._dtype)
@@ -399,6 +405,7 @@ def randn_like(self, generator=None, dtype=None, layout=None, device=None, pin_m
 
 def randint_like(self, low, high=None, generator=None, dtype=None, layout=None, device=None, pin_memory=None,
                  requires_grad=False, memory_format=None):
+    _check_pin_memory(pin_memory)
     if high is None:
         low, high = 0, low
     t = _like("randint_like", self, dtype, device)
@@ -416,6 +423,7 @@ _NORMAL_FORMS = (
 
 def normal(mean, std=1.0, size=None, generator=None, dtype=None, layout=None, device=None, pin_memory=None,
            requires_grad=False):
+    _check_pin_memory(pin_memory)
     mt, st = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not mt and not st:
         if size is None:
@@ -477,6 +485,7 @@ _C_INT_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32
 
 
 def randperm(n, generator=None, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    _check_pin_memory(pin_memory)
     dt = dtype or D.int64
     _check_size("randperm", (n,))
     if dt is D.bool:

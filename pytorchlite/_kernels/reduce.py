@@ -18,6 +18,7 @@ from pytorchlite._argparse import wrap_dim, int_ as _int_arg
 from pytorchlite._C import check, ffi, lib
 from pytorchlite._kernels.pointwise import copy_into, to_dtype
 from pytorchlite._storage import Storage
+from pytorchlite._device import CPU as _CPU
 from pytorchlite._tensor import Tensor, contiguous_strides, make, _numel
 from pytorchlite import return_types
 
@@ -30,6 +31,8 @@ _BOOL = D.bool
 _NULL = ffi.NULL
 _new = ffi.new
 _cast = ffi.cast
+_set_desc = lib.ptl_set_desc
+_reduce_contig = getattr(lib, "ptl_reduce_contiguous", None)   # kernels/overhead.c
 
 
 # --- shared pieces ------------------------------------------------------------------------
@@ -78,20 +81,35 @@ def _check_cpu(op, x):
 
 def _launch(code, op, x, dims, keepdim, out_dtype, arg=0.0, aux_dtype=None, aux_in=None):
     """Run ptl_reduce; returns the result (and the aux output when aux_dtype is given)."""
-    _check_cpu(op, x)
     shape = x._shape
-    kshape = tuple(1 if d in dims else s for d, s in enumerate(shape))
-    fshape = kshape if keepdim else tuple(s for d, s in enumerate(shape) if d not in dims)
-    kstride = contiguous_strides(kshape)
-    out = _new_tensor(fshape, out_dtype, x._device)
+    nd = len(shape)
+    if x._device is not _CPU or nd > 16:
+        _check_cpu(op, x)
+    if len(dims) == nd:     # every dim reduced (the common `x.sum()`): no per-dim work
+        kshape = kstride = (1,) * nd
+        fshape = kshape if keepdim else ()
+        if aux_dtype is None and aux_in is None and (x._contig or x.is_contiguous()) and _reduce_contig is not None:
+            # a contiguous input: one C call that builds the descriptors itself
+            out = make(Storage.allocate(out_dtype.itemsize, _CPU), fshape, fshape, 0, out_dtype, None, True)
+            check(_reduce_contig(code, x._storage.ptr + x._offset * x._dtype.itemsize, x._dtype.code,
+                                 _numel(shape), out._storage.ptr, out_dtype.code, float(arg)), op)
+            return out
+    else:
+        kshape = tuple(1 if d in dims else s for d, s in enumerate(shape))
+        fshape = kshape if keepdim else tuple(s for d, s in enumerate(shape) if d not in dims)
+        kstride = contiguous_strides(kshape)
+    out = make(Storage.allocate(_numel(fshape) * out_dtype.itemsize, _CPU), fshape, contiguous_strides(fshape), 0,
+               out_dtype, None, True)
     aux = aux_in
     if aux_dtype is not None:
         aux = _new_tensor(fshape, aux_dtype, x._device)
     descs = _new("ptl_tensor[3]")   # one allocation for input, output and aux
-    _fill(descs[0], x, shape, x._stride)
-    _fill(descs[1], out, kshape, kstride)
+    # one C call per descriptor (ptl_set_desc) instead of a cffi write per field
+    _set_desc(descs, 0, x._storage.ptr + x._offset * x._dtype.itemsize, x._dtype.code, nd, shape, x._stride)
+    _set_desc(descs, 1, out._storage.ptr, out_dtype.code, nd, kshape, kstride)
     if aux is not None:
-        _fill(descs[2], aux, kshape, kstride)
+        _set_desc(descs, 2, aux._storage.ptr + aux._offset * aux._dtype.itemsize, aux._dtype.code, nd, kshape,
+                  kstride)
     check(lib.ptl_reduce(code, descs, descs + 1, descs + 2 if aux is not None else _NULL, float(arg)), op)
     if aux_dtype is not None:
         return out, aux

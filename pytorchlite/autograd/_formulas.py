@@ -551,3 +551,317 @@ def xlogy_self_backward(grad, self, other):
 
 def xlogy_other_backward(grad, self, other):
     return grad * self / other
+
+
+# --- data movement ----------------------------------------------------------------------------
+
+def cat_backward(grad, shapes, dim):
+    """The slice of grad each piece of cat filled; zeros for skipped 1-d empty pieces."""
+    nd = grad.dim()
+    d = dim % nd
+    out, start = [], 0
+    for s in shapes:
+        if len(s) != nd:      # a 1-d empty piece that cat skipped
+            out.append(zeros_of(s, grad))
+            continue
+        out.append(grad.narrow(d, start, s[d]))
+        start += s[d]
+    return out
+
+
+def gather_backward(grad, shape, dim, index):
+    return zeros_of(shape, grad).scatter_add(dim, index, grad)
+
+
+def scatter_self_backward(grad, dim, index, reduce):
+    if reduce is None:
+        return grad.scatter(dim, index, 0)
+    if reduce == "add":
+        return grad
+    raise NotImplementedError("scatter(): the derivative for reduce='multiply' is not implemented")
+
+
+def scatter_src_backward(grad, dim, index, reduce):
+    if reduce in (None, "add"):
+        return grad.gather(dim, index)
+    raise NotImplementedError("scatter(): the derivative for reduce='multiply' is not implemented")
+
+
+def scatter_reduce_backward(grad, self, dim, index, src, reduce, include_self, result, for_self):
+    """scatter_reduce's gradient for self (for_self) or src. amax/amin split the gradient
+    evenly among the entries equal to the result, as PyTorch does; prod divides the
+    result by the input, so it needs nonzero inputs."""
+    untouched = grad.scatter(dim, index, 0)    # grad where nothing was scattered
+    if reduce == "sum":
+        if for_self:
+            return grad if include_self else untouched
+        return grad.gather(dim, index)
+    if reduce == "mean":
+        ones = _F.ones_like(src)
+        count = _F.ones_like(grad) if include_self else _F.zeros_like(grad)
+        count = count.scatter_add(dim, index, ones)
+        count = count.masked_fill(count == 0, 1)
+        g = grad / count
+        if for_self:
+            return g if include_self else untouched
+        return g.gather(dim, index)
+    if reduce in ("amax", "amin"):
+        self_hit = (self == result).to(grad.dtype)
+        if not include_self:
+            self_hit = self_hit.scatter(dim, index, 0)
+        src_hit = (src == result.gather(dim, index)).to(grad.dtype)
+        count = self_hit.scatter_add(dim, index, src_hit)
+        g = grad / count.masked_fill(count == 0, 1)
+        if for_self:
+            return g * self_hit
+        return g.gather(dim, index) * src_hit
+    if reduce == "prod":
+        if for_self:
+            return grad * result / self if include_self else untouched
+        return (grad * result).gather(dim, index) / src
+    raise RuntimeError(f"scatter_reduce(): unknown reduce {reduce}")
+
+
+def index_source_backward(grad, dim, index, source_shape, alpha):
+    """index_add / index_copy: the source's gradient is grad at the indexed slices."""
+    g = grad.index_select(dim, index)
+    if alpha != 1:
+        g = g * alpha
+    return g.reshape(source_shape)
+
+
+def masked_scatter_source_backward(grad, mask, source_shape):
+    """The first count(mask) source entries got grad's masked entries; the rest none."""
+    vals = grad.masked_select(mask)
+    n = 1
+    for s in source_shape:
+        n *= s
+    rest = n - vals.numel()
+    if rest:
+        vals = _F.cat([vals, zeros_of((rest,), grad)])
+    return vals.reshape(source_shape)
+
+
+def diag_backward(grad, shape, diagonal):
+    if len(shape) == 1:
+        return grad.diagonal(diagonal)
+    return diagonal_backward(grad, shape, diagonal, 0, 1)
+
+
+def pad_backward(grad, shape, pad, mode):
+    """constant: the inner part (negative pads become zero padding); other modes: each
+    padded dim's gradient summed back to the position it was read from (index_add)."""
+    pad = list(pad)
+    if mode == "constant":
+        return _F.pad(grad, [-p for p in pad])
+    from pytorchlite import _dtype
+    from pytorchlite._creation import tensor
+    from pytorchlite._kernels.movement import pad_indices
+    nd = len(shape)
+    g = grad
+    pairs = [(nd - 1 - k, pad[2 * k], pad[2 * k + 1]) for k in range(len(pad) // 2)]
+    for d, a, b in reversed(pairs):
+        idx = tensor(pad_indices(shape[d], a, b, mode), dtype=_dtype.int64, device=grad.device)
+        gshape = list(g.shape)
+        gshape[d] = shape[d]
+        g = zeros_of(gshape, g).index_add(d, idx, g)
+    return g
+
+
+__all__ += ["cat_backward", "gather_backward", "scatter_self_backward", "scatter_src_backward",
+            "scatter_reduce_backward", "index_source_backward", "masked_scatter_source_backward", "diag_backward",
+            "pad_backward"]
+
+
+# @@ section: data-movement (add helpers above this line) @@
+
+
+# --- sorting, selection and scans ------------------------------------------------------------
+
+def _scatter_along(grad, shape, d, indices):
+    """Zeros of `shape` with grad added at `indices` along dim d (scatter_add), differentiable."""
+    return _views.index_scatter_add(grad, shape, _along_dim_entries(shape, d, indices))
+
+
+def sort_backward(grad, shape, dim, indices):
+    """sort / topk: each output's gradient goes back to the position it came from."""
+    if not shape:
+        return grad
+    return _scatter_along(grad, shape, dim % len(shape), indices)
+
+
+def value_select_backward(grad, shape, dim, keepdim, indices):
+    """kthvalue / mode / median(dim): the gradient goes to the selected element."""
+    if not shape:
+        return grad
+    d = dim % len(shape)
+    if not keepdim:
+        grad, indices = grad.unsqueeze(d), indices.unsqueeze(d)
+    return _scatter_along(grad, shape, d, indices)
+
+
+def median_backward(grad, self, dim, keepdim, values, indices):
+    """median / nanmedian: with dim, to the selected element; over everything, shared
+    evenly among the elements equal to the result (the NaNs when it is NaN), as PyTorch's
+    evenly_distribute_backward."""
+    if dim is not None:
+        return value_select_backward(grad, self.shape, dim, keepdim, indices)
+    if bool(values.isnan()):
+        mask = self.isnan()
+    else:
+        mask = self == values
+    mask = mask.to(grad.dtype)
+    return grad * mask / mask.sum()
+
+
+def _reverse(t, d):
+    n = t.shape[d]
+    return t.index_select(d, _F.arange(n - 1, -1, -1, device=t.device))
+
+
+def _reverse_cumsum(t, d):
+    return _reverse(_reverse(t, d).cumsum(d), d)
+
+
+def cumsum_backward(grad, dim):
+    if not grad.shape or grad.numel() == 0:
+        return grad
+    return _reverse_cumsum(grad, dim % len(grad.shape))
+
+
+def cumprod_backward(grad, self, dim, result):
+    """d out_j / d x_k = prod_{i <= j, i != k} x_i for j >= k. Without zeros that is
+    out_j / x_k, so the gradient is a reversed cumsum divided by x. With a zero the
+    division is undefined: the products that leave x_k out are formed explicitly, an
+    (n x n) matrix per slice (PyTorch does the same when it must stay differentiable)."""
+    shape = self.shape
+    if not shape or self.numel() == 0:
+        return grad * _F.ones_like(self) if not shape else grad
+    d = dim % len(shape)
+    if not bool((self == 0).any()):
+        return _reverse_cumsum(grad * result, d) / self
+    n = shape[d]
+    x = self.movedim(d, -1)
+    g = grad.movedim(d, -1)
+    lead = tuple(x.shape[:-1])
+    eye = _F.eye(n, dtype=_bool_dtype(), device=self.device)
+    others = x.unsqueeze(-2).expand(lead + (n, n)).masked_fill(eye, 1)   # [..., k, i]: x_i, 1 at i == k
+    prods = others.cumprod(-1)                                           # [..., k, j]: prod_{i<=j, i!=k} x_i
+    r = _F.arange(n, device=self.device)
+    upper = (r.unsqueeze(-1) <= r).to(self.dtype)                        # [k, j]: j >= k
+    out = (prods * g.unsqueeze(-2) * upper).sum(-1)
+    return out.movedim(-1, d)
+
+
+def cummaxmin_backward(grad, self, dim, indices):
+    """cummax / cummin: each output's gradient goes to the element it copies."""
+    shape = self.shape
+    if not shape:
+        return grad
+    if self.numel() == 0:
+        return grad
+    return _scatter_along(grad, shape, dim % len(shape), indices)
+
+
+def logcumsumexp_backward(grad, self, dim, result):
+    """d out_j / d x_k = exp(x_k - out_j) for j >= k: a reversed cumsum of grad * exp(-out),
+    times exp(x), both shifted by the last output (the largest), so nothing overflows
+    unless the outputs of a slice span more than ~700."""
+    shape = self.shape
+    if not shape:
+        return grad
+    if self.numel() == 0:
+        return grad
+    d = dim % len(shape)
+    n = shape[d]
+    m = result.narrow(d, n - 1, 1)
+    m = m.masked_fill(m.isinf(), 0)
+    return _reverse_cumsum(grad * (m - result).exp(), d) * (self - m).exp()
+
+
+__all__ += ["sort_backward", "value_select_backward", "median_backward", "cumsum_backward", "cumprod_backward",
+            "cummaxmin_backward", "logcumsumexp_backward"]
+
+
+# @@ section: sorting-scans (add helpers above this line) @@
+
+
+# linear algebra (inv, det, solve, cholesky, qr, svd, eigh, lstsq): their own module
+from pytorchlite.autograd import _linalg_formulas  # noqa: E402
+from pytorchlite.autograd._linalg_formulas import *  # noqa: E402,F401,F403
+__all__ += _linalg_formulas.__all__
+
+
+# @@ section: linalg (add helpers above this line) @@
+
+
+# --- neural-network kernels ------------------------------------------------------------------
+
+def softmax_double_backward(grad, grad_output, output, dim):
+    """d/d output of <grad, y * (grad_output - sum(grad_output * y))> along dim."""
+    return grad * (grad_output - (grad_output * output).sum(dim, True)) - grad_output * (grad * output).sum(dim, True)
+
+
+def convolution_double_backward(grads, grad_output, input, weight, stride, padding, dilation, transposed,
+                                output_padding, groups, output_mask, mask):
+    """Gradients of convolution_backward (gI, gW, gb) for (grad_output, input, weight).
+
+    gI and gW are linear in grad_output and are the adjoints of the convolution in its
+    input and weight slots, so: d/d grad_output = conv(ggI, W) + conv(x, ggW) + ggb;
+    d/d input (from gW = corr(x, gO)) = the input gradient of conv(x, ggW) at gO; d/d
+    weight (from gI) = the weight gradient of conv(ggI, W) at gO."""
+    # outputs left out of output_mask are constant zeros: their incoming gradients drop out
+    ggI, ggW, ggb = (g if m else None for g, m in zip(grads, output_mask))
+    args = (stride, padding, dilation, transposed, output_padding, groups)
+    g_out = g_in = g_w = None
+    if mask[0]:
+        g_out = _F.zeros_like(grad_output)
+        if ggI is not None:
+            g_out = g_out + _F.convolution(ggI, weight, None, *args)
+        if ggW is not None:
+            g_out = g_out + _F.convolution(input, ggW, None, *args)
+        if ggb is not None:
+            g_out = g_out + ggb.reshape((1, ggb.shape[0]) + (1,) * (grad_output.dim() - 2))
+    if mask[1] and ggW is not None:
+        g_in = _F.convolution_backward(grad_output, input, ggW, None, *args, (True, False, False))[0]
+    if mask[2] and ggI is not None:
+        g_w = _F.convolution_backward(grad_output, ggI, weight, None, *args, (False, True, False))[1]
+    return g_out, g_in, g_w
+
+
+def max_pool_double_backward(grad, indices):
+    """The adjoint of max_pool2d's backward: grad read back at each output's argmax."""
+    hw = grad.shape[-2] * grad.shape[-1]
+    planes = grad.numel() // hw if hw else 0
+    offsets = _F.arange(planes, dtype=indices.dtype).reshape((planes, 1)) * hw
+    flat = (indices.reshape((planes, -1)) + offsets).reshape(-1)
+    return grad.reshape(-1).index_select(0, flat).reshape(indices.shape)
+
+
+def layer_norm_backward(grad, input, normalized_shape, weight, eps, mask):
+    """Gradients of native_layer_norm for (input, weight, bias). The statistics are
+    recomputed here with differentiable ops (not taken from the forward's outputs), so the
+    formula is itself differentiable in input: double backward sees mean and rstd move."""
+    n = len(normalized_shape)
+    nd = input.dim()
+    dims = tuple(range(nd - n, nd))
+    batch = tuple(range(nd - n))
+    mean = input.mean(dims, keepdim=True)
+    rstd = (input.var(dims, keepdim=True, correction=0) + eps).rsqrt()
+    xhat = (input - mean) * rstd
+    g_in = g_w = g_b = None
+    if mask[0]:
+        g = grad * weight if weight is not None else grad
+        g_in = rstd * (g - g.mean(dims, keepdim=True) - xhat * (g * xhat).mean(dims, keepdim=True))
+    if mask[1]:
+        g_w = (grad * xhat).sum(batch) if batch else grad * xhat
+    if mask[2]:
+        g_b = grad.sum(batch) if batch else grad
+    return g_in, g_w, g_b
+
+
+__all__ += ["softmax_double_backward", "convolution_double_backward", "max_pool_double_backward",
+            "layer_norm_backward"]
+
+
+# @@ section: nn (add helpers above this line) @@

@@ -255,21 +255,20 @@ def _record_stream(tensor, stream):
         release.allocator.record_stream(release.block, _stream_handle(stream))
 
 
-def _no_kernels(what):
-    return NotImplementedError(f"{what}: pytorchlite has no CUDA kernels yet (the CUDA runtime, allocator "
-                               "and streams exist; the kernel path is not built)")
-
-
 def _copy(dst, src, non_blocking=False):
-    """dst[...] = src where one side is on a CUDA device."""
+    """dst[...] = src where one side is on a CUDA device (not yet run on a GPU: see
+    pytorchlite/cuda/_pointwise.py)."""
     _lazy_init()
-    raise _no_kernels(f"copy_() from {src.device} to {dst.device}")
+    from pytorchlite.cuda import _pointwise
+    return _pointwise.copy(dst, src, non_blocking)
 
 
 def _run_pointwise(op, operands, scalars, out, inplace, common, out_dt, device):
-    """The CUDA entry for generated pointwise operators."""
+    """The CUDA entry for generated pointwise operators: the kernels of
+    generated/pointwise.cu (not yet run on a GPU: see pytorchlite/cuda/_pointwise.py)."""
     _lazy_init()
-    raise _no_kernels(f"{op.name}() on {device}")
+    from pytorchlite.cuda import _pointwise
+    return _pointwise.run_pointwise(op, operands, scalars, out, inplace, common, out_dt, device)
 
 
 def _dlpack_sync(t, stream):

@@ -1,0 +1,368 @@
+/* movement.c: data-movement kernels on the CPU.
+ *
+ * cat      every piece copied into its slot of the output in one call (no per-piece
+ *          Python round trip), so joining a thousand small tensors costs one C call.
+ * gather   out[i] = src[i + index[i] * dim_stride]            (gather, take)
+ * scatter  dst[i + index[i] * dim_stride] op= src[i]           (scatter, scatter_add,
+ *          scatter_reduce, index_add/copy/fill, put_), op in assign/add/mul/max/min.
+ *
+ * Like index.c, the Python side hands every operand viewed at the shape of the index:
+ * the indexed tensor is "restrided" (its stride along `dim` set to 0, the real size and
+ * stride of `dim` passed apart), so an element's address is its coordinates times the
+ * strides plus index * dim_stride. Every index is checked against dim_size before it is
+ * used: gather stops at the first bad one, scatter checks all of them before writing, so
+ * a failed scatter_ leaves its input untouched. Nothing is read or written out of bounds.
+ */
+#include "ptl.h"
+
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* ---- cat ------------------------------------------------------------------------------ */
+
+/* out: contiguous, `outer` rows of out_row bytes. Piece k is contiguous, `outer` rows of
+ * rows[k] bytes, and lands at byte column sum(rows[:k]) of each output row. */
+int ptl_cat(intptr_t out, int64_t outer, int64_t out_row, int n, const intptr_t *ptrs, const int64_t *rows) {
+    if (n < 0 || outer < 0 || out_row < 0) return PTL_ERR_ARG;
+    if (n == 0 || outer == 0 || out_row == 0) return PTL_OK;
+    int64_t *cols = (int64_t *)malloc(sizeof(int64_t) * (size_t)n);
+    if (!cols) return PTL_ERR_ALLOC;
+    int64_t c = 0;
+    for (int k = 0; k < n; k++) {
+        if (rows[k] < 0) {
+            free(cols);
+            return PTL_ERR_ARG;
+        }
+        cols[k] = c;
+        c += rows[k];
+    }
+    if (c != out_row) {
+        free(cols);
+        return PTL_ERR_ARG;
+    }
+    char *o = (char *)out;
+    int64_t total = outer * out_row;
+#ifdef _OPENMP
+    int nthreads = omp_get_max_threads();
+    if (total >= (int64_t)1 << 20 && nthreads > 1) {
+        if (outer == 1) {
+            /* a few large pieces: split the whole output into equal byte ranges */
+#pragma omp parallel num_threads(nthreads)
+            {
+                int t = omp_get_thread_num(), nt = omp_get_num_threads();
+                int64_t b = total * t / nt, e = total * (t + 1) / nt;
+                for (int k = 0; k < n; k++) {
+                    int64_t lo = cols[k] > b ? cols[k] : b, hi = cols[k] + rows[k] < e ? cols[k] + rows[k] : e;
+                    if (lo < hi) memcpy(o + lo, (const char *)ptrs[k] + (lo - cols[k]), (size_t)(hi - lo));
+                }
+            }
+        } else {
+#pragma omp parallel for num_threads(nthreads) schedule(static)
+            for (int64_t r = 0; r < outer; r++)
+                for (int k = 0; k < n; k++)
+                    if (rows[k]) memcpy(o + r * out_row + cols[k], (const char *)ptrs[k] + r * rows[k], (size_t)rows[k]);
+        }
+        free(cols);
+        return PTL_OK;
+    }
+#endif
+    if (outer == 1) {
+        for (int k = 0; k < n; k++)
+            if (rows[k]) memcpy(o + cols[k], (const char *)ptrs[k], (size_t)rows[k]);
+    } else {
+        for (int64_t r = 0; r < outer; r++)
+            for (int k = 0; k < n; k++)
+                if (rows[k]) memcpy(o + r * out_row + cols[k], (const char *)ptrs[k] + r * rows[k], (size_t)rows[k]);
+    }
+    free(cols);
+    return PTL_OK;
+}
+
+/* ---- the walk over the index's shape ----------------------------------------------------- */
+
+typedef struct {
+    int ndim;                     /* >= 1 */
+    int64_t sizes[PTL_MAX_DIMS];
+    int64_t a_st[PTL_MAX_DIMS];   /* bytes: out (gather) / src (scatter) */
+    int64_t b_st[PTL_MAX_DIMS];   /* bytes: the restrided indexed tensor */
+    int64_t i_st[PTL_MAX_DIMS];   /* elements of int64: the index */
+    char *a, *b;
+    const int64_t *idx;
+    int64_t dim_size, dim_stride; /* dim_stride in bytes */
+    int item, dtype;
+} mwalk;
+
+static int mwalk_init(mwalk *w, const ptl_tensor *a, const ptl_tensor *b, const ptl_tensor *idx, int64_t dim_size,
+                      int64_t dim_stride) {
+    int nd = idx->ndim;
+    if (nd < 0 || nd > PTL_MAX_DIMS || a->ndim != nd || b->ndim != nd) return PTL_ERR_NDIM;
+    if (a->dtype < 0 || a->dtype >= PTL_NUM_DTYPES || a->dtype != b->dtype) return PTL_ERR_DTYPE;
+    if (idx->dtype != PTL_I64 || dim_size < 0) return PTL_ERR_ARG;
+    w->dtype = a->dtype;
+    w->item = ptl_itemsize[a->dtype];
+    w->a = (char *)a->data;
+    w->b = (char *)b->data;
+    w->idx = (const int64_t *)idx->data;
+    w->dim_size = dim_size;
+    w->dim_stride = dim_stride * w->item;
+    if (nd == 0) {
+        w->ndim = 1;
+        w->sizes[0] = 1;
+        w->a_st[0] = w->b_st[0] = w->i_st[0] = 0;
+        return PTL_OK;
+    }
+    w->ndim = nd;
+    for (int d = 0; d < nd; d++) {
+        if (idx->sizes[d] < 0 || a->sizes[d] != idx->sizes[d] || b->sizes[d] != idx->sizes[d]) return PTL_ERR_ARG;
+        w->sizes[d] = idx->sizes[d];
+        w->a_st[d] = a->strides[d] * w->item;
+        w->b_st[d] = b->strides[d] * w->item;
+        w->i_st[d] = idx->strides[d];
+    }
+    return PTL_OK;
+}
+
+static int64_t mwalk_rows(const mwalk *w) {
+    int64_t r = 1;
+    for (int d = 0; d < w->ndim; d++) r *= w->sizes[d];
+    return w->sizes[w->ndim - 1] ? r / w->sizes[w->ndim - 1] : 0;
+}
+
+static void mwalk_row(const mwalk *w, int64_t r, char **pa, char **pb, const int64_t **pi) {
+    char *a = w->a, *b = w->b;
+    const int64_t *ip = w->idx;
+    for (int d = w->ndim - 2; d >= 0; d--) {
+        int64_t i = r % w->sizes[d];
+        r /= w->sizes[d];
+        a += i * w->a_st[d];
+        b += i * w->b_st[d];
+        ip += i * w->i_st[d];
+    }
+    *pa = a;
+    *pb = b;
+    *pi = ip;
+}
+
+/* The first out-of-range index over rows [r0, r1) of columns [c0, c1): 1 (value in *bad),
+ * else 0. With `wrap`, negative indices count from the end (take, put_). */
+static int check_range(const mwalk *w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int wrap, int64_t *bad) {
+    int last = w->ndim - 1;
+    int64_t lo = wrap ? -w->dim_size : 0, hi = w->dim_size, ist = w->i_st[last];
+    for (int64_t r = r0; r < r1; r++) {
+        char *a, *b;
+        const int64_t *ip;
+        mwalk_row(w, r, &a, &b, &ip);
+        for (int64_t j = c0; j < c1; j++) {
+            int64_t v = ip[j * ist];
+            if (v < lo || v >= hi) {
+                *bad = v;
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- gather ------------------------------------------------------------------------------- */
+
+#define GATHER_LOOP(T)                                                                            \
+    for (int64_t j = 0; j < n; j++) {                                                             \
+        int64_t v = ip[j * ist];                                                                  \
+        if (v < lo || v >= hi) {                                                                  \
+            *bad = v;                                                                             \
+            return 1;                                                                             \
+        }                                                                                         \
+        if (v < 0) v += hi;                                                                       \
+        T x;                                                                                      \
+        memcpy(&x, b + j * bs + v * ds, sizeof(T));                                               \
+        memcpy(a + j * as, &x, sizeof(T));                                                        \
+    }
+
+static int gather_rows(const mwalk *w, int64_t r0, int64_t r1, int wrap, int64_t *bad) {
+    int last = w->ndim - 1;
+    int64_t n = w->sizes[last], as = w->a_st[last], bs = w->b_st[last], ist = w->i_st[last], ds = w->dim_stride;
+    int64_t lo = wrap ? -w->dim_size : 0, hi = w->dim_size;
+    for (int64_t r = r0; r < r1; r++) {
+        char *a, *b;
+        const int64_t *ip;
+        mwalk_row(w, r, &a, &b, &ip);
+        switch (w->item) {
+            case 1: GATHER_LOOP(uint8_t) break;
+            case 2: GATHER_LOOP(uint16_t) break;
+            case 4: GATHER_LOOP(uint32_t) break;
+            default: GATHER_LOOP(uint64_t) break;
+        }
+    }
+    return 0;
+}
+
+/* ts = [out, src restrided, index], all at the index's shape. */
+int ptl_gather(const ptl_tensor *ts, int64_t dim_size, int64_t dim_stride, int wrap, int64_t *bad) {
+    mwalk w;
+    int st = mwalk_init(&w, &ts[0], &ts[1], &ts[2], dim_size, dim_stride);
+    if (st != PTL_OK) return st;
+    int64_t rows = mwalk_rows(&w), numel = rows * w.sizes[w.ndim - 1];
+    int failed = 0;
+#ifdef _OPENMP
+    int nthreads = omp_get_max_threads();
+    if (numel >= PTL_GRAIN && nthreads > 1 && rows > 1) {
+        int64_t chunks = numel / (PTL_GRAIN / 2);
+        if (chunks > nthreads) chunks = nthreads;
+        if (chunks > rows) chunks = rows;
+#pragma omp parallel num_threads((int)chunks)
+        {
+            int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            int64_t v = 0;
+            if (gather_rows(&w, rows * t / nt, rows * (t + 1) / nt, wrap, &v)) {
+#pragma omp critical(ptl_movement_failure)
+                if (!failed) {
+                    failed = 1;
+                    *bad = v;
+                }
+            }
+        }
+        return failed ? PTL_ERR_INDEX : PTL_OK;
+    }
+#endif
+    (void)numel;
+    return gather_rows(&w, 0, rows, wrap, bad) ? PTL_ERR_INDEX : PTL_OK;
+}
+
+/* ---- scatter ------------------------------------------------------------------------------ */
+
+enum { SC_ASSIGN = 0, SC_ADD = 1, SC_MUL = 2, SC_MAX = 3, SC_MIN = 4 };
+
+/* x op= y for arithmetic type T (computed in C type CT). max/min propagate NaN. */
+#define COMBINE(T, CT, LOAD, STORE)                                                              \
+    {                                                                                            \
+        T xr, yr;                                                                                \
+        memcpy(&xr, d, sizeof(T));                                                               \
+        memcpy(&yr, s, sizeof(T));                                                               \
+        CT x = LOAD(xr), y = LOAD(yr), z;                                                        \
+        switch (op) {                                                                            \
+            case SC_ADD: z = x + y; break;                                                       \
+            case SC_MUL: z = x * y; break;                                                       \
+            case SC_MAX: z = (x != x || x > y) ? x : y; break;                                   \
+            default: z = (x != x || x < y) ? x : y; break;                                       \
+        }                                                                                        \
+        xr = STORE(z);                                                                           \
+        memcpy(d, &xr, sizeof(T));                                                               \
+    }                                                                                            \
+    break;
+
+/* integer add/mul wrap around (two's complement), as PyTorch's do */
+#define COMBINE_INT(T, UT)                                                                       \
+    {                                                                                            \
+        T x, y, z;                                                                               \
+        memcpy(&x, d, sizeof(T));                                                                \
+        memcpy(&y, s, sizeof(T));                                                                \
+        switch (op) {                                                                            \
+            case SC_ADD: z = (T)((UT)x + (UT)y); break;                                          \
+            case SC_MUL: z = (T)((UT)x * (UT)y); break;                                          \
+            case SC_MAX: z = x > y ? x : y; break;                                               \
+            default: z = x < y ? x : y; break;                                                   \
+        }                                                                                        \
+        memcpy(d, &z, sizeof(T));                                                                \
+    }                                                                                            \
+    break;
+
+#define ID(x) (x)
+static inline void combine(char *d, const char *s, int dtype, int op) {
+    switch (dtype) {
+        case PTL_BOOL: {
+            uint8_t x = *(uint8_t *)d != 0, y = *(const uint8_t *)s != 0;
+            *(uint8_t *)d = (op == SC_ADD || op == SC_MAX) ? (x | y) : (x & y);
+        } break;
+        case PTL_U8: COMBINE_INT(uint8_t, uint8_t)
+        case PTL_I8: COMBINE_INT(int8_t, uint8_t)
+        case PTL_I16: COMBINE_INT(int16_t, uint16_t)
+        case PTL_I32: COMBINE_INT(int32_t, uint32_t)
+        case PTL_I64: COMBINE_INT(int64_t, uint64_t)
+        case PTL_F16: COMBINE(uint16_t, float, ptl_h2f, ptl_f2h)
+        case PTL_BF16: COMBINE(uint16_t, float, ptl_bf2f, ptl_f2bf)
+        case PTL_F32: COMBINE(float, float, ID, ID)
+        default: COMBINE(double, double, ID, ID)
+    }
+}
+
+/* rows [r0, r1), columns [c0, c1) of the walk; a = src, b = dst (restrided) */
+static void scatter_block(const mwalk *w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int op) {
+    int last = w->ndim - 1;
+    int64_t as = w->a_st[last], bs = w->b_st[last], ist = w->i_st[last], ds = w->dim_stride, n = w->dim_size;
+    int item = w->item;
+    for (int64_t r = r0; r < r1; r++) {
+        char *a, *b;
+        const int64_t *ip;
+        mwalk_row(w, r, &a, &b, &ip);
+        if (op == SC_ASSIGN) {
+            for (int64_t j = c0; j < c1; j++) {
+                int64_t v = ip[j * ist];
+                if (v < 0) v += n;
+                memcpy(b + j * bs + v * ds, a + j * as, (size_t)item);
+            }
+        } else if (op == SC_ADD && w->dtype == PTL_F32) {
+            for (int64_t j = c0; j < c1; j++) {
+                int64_t v = ip[j * ist];
+                if (v < 0) v += n;
+                float x, y;
+                memcpy(&x, b + j * bs + v * ds, 4);
+                memcpy(&y, a + j * as, 4);
+                x += y;
+                memcpy(b + j * bs + v * ds, &x, 4);
+            }
+        } else {
+            for (int64_t j = c0; j < c1; j++) {
+                int64_t v = ip[j * ist];
+                if (v < 0) v += n;
+                combine(b + j * bs + v * ds, a + j * as, w->dtype, op);
+            }
+        }
+    }
+}
+
+/* ts = [dst restrided, src, index], all at the index's shape; `dim` is the scattered dim
+ * of that shape (-1 for a flat scatter). Different rows (or columns) of the walk write
+ * disjoint parts of dst unless they differ along `dim`, which decides how work is split
+ * over threads. */
+int ptl_scatter(const ptl_tensor *ts, int64_t dim_size, int64_t dim_stride, int dim, int op, int wrap, int64_t *bad) {
+    mwalk w;
+    if (op < SC_ASSIGN || op > SC_MIN) return PTL_ERR_ARG;
+    int st = mwalk_init(&w, &ts[1], &ts[0], &ts[2], dim_size, dim_stride);
+    if (st != PTL_OK) return st;
+    int64_t rows = mwalk_rows(&w), cols = w.sizes[w.ndim - 1], numel = rows * cols;
+    if (check_range(&w, 0, rows, 0, cols, wrap, bad)) return PTL_ERR_INDEX;
+#ifdef _OPENMP
+    int nthreads = omp_get_max_threads();
+    int last = ts[2].ndim - 1;
+    if (numel >= PTL_GRAIN && nthreads > 1 && dim >= 0 && last >= 0) {
+        int64_t chunks = numel / (PTL_GRAIN / 2);
+        if (chunks > nthreads) chunks = nthreads;
+        if (dim == last && rows > 1) {
+            /* rows differ outside `dim`: they never write the same element */
+            if (chunks > rows) chunks = rows;
+#pragma omp parallel num_threads((int)chunks)
+            {
+                int t = omp_get_thread_num(), nt = omp_get_num_threads();
+                scatter_block(&w, rows * t / nt, rows * (t + 1) / nt, 0, cols, op);
+            }
+            return PTL_OK;
+        }
+        if (dim != last && cols > 1) {
+            /* columns differ outside `dim`: split them */
+            if (chunks > cols) chunks = cols;
+#pragma omp parallel num_threads((int)chunks)
+            {
+                int t = omp_get_thread_num(), nt = omp_get_num_threads();
+                scatter_block(&w, 0, rows, cols * t / nt, cols * (t + 1) / nt, op);
+            }
+            return PTL_OK;
+        }
+    }
+#endif
+    (void)numel;
+    (void)dim;
+    scatter_block(&w, 0, rows, 0, cols, op);
+    return PTL_OK;
+}

@@ -1,0 +1,180 @@
+"""The CUDA entries of pointwise operators, fill and copy (called from pytorchlite.cuda).
+
+NOT YET RUN ON A GPU: this mirrors the CPU path of pytorchlite/_kernels/pointwise.py
+(dtypes, broadcasting, out= and in-place rules) and launches the generated kernels of
+generated/pointwise.cu and kernels/cuda/fill_copy.cu through _launch.DeviceKernels. Its
+planning is unit-tested with a fake driver; no kernel has executed on a device.
+
+Differences from the CPU path, as in PyTorch's CUDA backend: an integer division by zero
+does not raise (the kernels give 0), and no check reads device memory.
+"""
+
+from pytorchlite import _dtype as D
+from pytorchlite.cuda import _launch, _runtime
+
+
+
+def _ptr(t):
+    return t._storage.ptr + t._offset * t._dtype.itemsize
+
+
+def _stream(index):
+    return _runtime.current_stream_handle(index)
+
+
+def _scalar_pair(v):
+    from pytorchlite._kernels.pointwise import _scalar_arg
+    return _scalar_arg(v)
+
+
+def fill(t, value):
+    """t[...] = value on t's device (ptl_cu_fill_<dtype>)."""
+    k = _launch.kernels_for(t._device.index or 0)
+    d, i = _scalar_pair(value)
+    blob = _launch.pack_scalars([(d, i)])[:16]        # one ptl_scalar
+    k.run_elementwise("fill_", "fill_copy", f"ptl_cu_fill_{_launch.SUFFIX[t._dtype.code]}", t._shape,
+                      [(t._dtype.itemsize, list(t._stride))], [_ptr(t)], (lambda a: a.blob(blob),),
+                      _stream(k.index))
+    return t
+
+
+def copy_device(dst, src):
+    """dst[...] = src with both on the same CUDA device (src broadcast to dst's shape,
+    converted to dst's dtype): one fill_copy kernel."""
+    from pytorchlite._kernels.pointwise import expand_strides
+    k = _launch.kernels_for(dst._device.index or 0)
+    shape = dst._shape
+    sst = list(src._stride) if src._shape == shape else expand_strides(src, shape)
+    base = f"ptl_cu_copy_{_launch.SUFFIX[dst._dtype.code]}_{_launch.SUFFIX[src._dtype.code]}"
+    k.run_elementwise("copy_", "fill_copy", base, shape,
+                      [(dst._dtype.itemsize, list(dst._stride)), (src._dtype.itemsize, sst)],
+                      [_ptr(dst), _ptr(src)], (), _stream(k.index))
+
+
+def copy(dst, src, non_blocking=False):
+    """dst[...] = src where one side or both are on a CUDA device. Host <-> device goes
+    through a contiguous staging tensor of dst's dtype and shape; device -> host waits for
+    the copy unless non_blocking (PyTorch's rule: only pinned memory makes it async)."""
+    from pytorchlite._kernels.pointwise import _empty, copy_into
+    if dst._device.type == "cuda" and src._device.type == "cuda":
+        if dst._device != src._device:
+            # peer copies: through the host (correct, not fast)
+            tmp = _empty(dst._shape, dst._dtype, _cpu())
+            copy(tmp, src)
+            return copy(dst, tmp)
+        return copy_device(dst, src)
+    if dst.numel() == 0:
+        return None
+    if dst._device.type == "cuda":               # host -> device
+        k = _launch.kernels_for(dst._device.index or 0)
+        stage = _empty(dst._shape, dst._dtype, _cpu())
+        copy_into(stage, src)                    # convert and broadcast on the host
+        if dst.is_contiguous():
+            target = dst
+        else:
+            target = _empty(dst._shape, dst._dtype, dst._device)
+        k.make_current()
+        stream = _stream(k.index)
+        k._ok(k.d.cuMemcpyHtoDAsync(_ptr(target), _ptr(stage), stage.numel() * stage._dtype.itemsize,
+                                    k.d.CUstream(stream)), "cuMemcpyHtoDAsync")
+        # the staging buffer is pageable host memory: wait before it can be freed
+        k._ok(k.d.cuStreamSynchronize(k.d.CUstream(stream)), "cuStreamSynchronize")
+        if target is not dst:
+            copy_device(dst, target)
+        return None
+    # device -> host
+    k = _launch.kernels_for(src._device.index or 0)
+    dev_stage = _empty(dst._shape, dst._dtype, src._device)
+    copy_device(dev_stage, src)
+    host_stage = _empty(dst._shape, dst._dtype, _cpu())
+    k.make_current()
+    stream = _stream(k.index)
+    k._ok(k.d.cuMemcpyDtoHAsync(_ptr(host_stage), _ptr(dev_stage), host_stage.numel() * dst._dtype.itemsize,
+                                k.d.CUstream(stream)), "cuMemcpyDtoHAsync")
+    k._ok(k.d.cuStreamSynchronize(k.d.CUstream(stream)), "cuStreamSynchronize")
+    copy_into(dst, host_stage)
+    return None
+
+
+def _cpu():
+    from pytorchlite._device import CPU
+    return CPU
+
+
+def _scalar_operand(v, dtype, device):
+    from pytorchlite._kernels.pointwise import _empty
+    t = _empty((), dtype, device)
+    return fill(t, v)
+
+
+def run_pointwise(op, operands, scalars, out, inplace, common, out_dt, device):
+    """The CUDA half of pointwise.run: dtypes are decided (common, out_dt) and checked by
+    the caller; here: shapes, casts, the output, and the generated kernel launch."""
+    from pytorchlite._argparse import check_out_autograd, resize_out
+    from pytorchlite._kernels.pointwise import (
+        _OUT_DTYPE_RULES, _empty, _overlaps, _self_overlapping, broadcast_shapes, to_dtype,
+    )
+    from pytorchlite._tensor import Tensor
+    tensors = [x for x in operands if isinstance(x, Tensor)]
+    shape = broadcast_shapes(op.name, [t._shape for t in tensors]) if tensors else ()
+    if len(shape) > _launch.MAX_DIMS:
+        raise RuntimeError(f"{op.name}(): tensors with more than 16 dimensions are not supported")
+    ins = []
+    for x in operands:
+        if isinstance(x, Tensor):
+            ins.append(x if x._dtype is common else to_dtype(x, common))
+        else:
+            ins.append(_scalar_operand(x, common, device))
+    target = None
+    if inplace:
+        target = operands[0]
+        if target._shape != shape:
+            raise RuntimeError(f"output with shape {list(target._shape)} doesn't match the broadcast shape {list(shape)}")
+    elif out is not None:
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{op.name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+        if out._device != device:
+            raise RuntimeError(f"Expected out tensor to have device {device}, but got {out._device} instead")
+        check_out_autograd(op.name, out)
+        rule = _OUT_DTYPE_RULES.get(op.name)
+        if rule is not None and out._dtype is not out_dt:
+            raise RuntimeError(rule.format(op=op.name, out=out._dtype._torch_name, result=out_dt._torch_name))
+        resize_out(op.name, out, shape)
+        target = out
+    if target is not None:
+        if not D.can_cast(out_dt, target._dtype):
+            raise RuntimeError(f"result type {out_dt._torch_name} can't be cast to the desired output type "
+                               f"{target._dtype._torch_name}")
+        if _self_overlapping(target):
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                               "single memory location. Please clone() the tensor before performing the operation.")
+        direct = target._dtype is out_dt and not any(_overlaps(target, t) for t in ins)
+        dest = target if direct else _empty(shape, out_dt, device)
+    else:
+        dest = _empty(shape, out_dt, device)
+
+    launch_pointwise(op.name, common.code, dest, ins, shape, [_scalar_pair(v) for v in scalars])
+
+    if target is None:
+        return dest
+    if dest is not target:
+        copy(target, dest)
+    target._vc[0] += 1
+    return target
+
+
+def launch_pointwise(op_name, dtype_code, dest, ins, shape, scalar_pairs):
+    """Launch ptl_cu_<op>_<dtype>_{c32,s32,s64} for dest = op(ins) over `shape`."""
+    from pytorchlite._kernels.pointwise import expand_strides
+    k = _launch.kernels_for(dest._device.index or 0)
+    operands = [(dest._dtype.itemsize, list(dest._stride))]
+    ptrs = [_ptr(dest)]
+    for t in ins:
+        operands.append((t._dtype.itemsize, list(t._stride) if t._shape == shape else expand_strides(t, shape)))
+        ptrs.append(_ptr(t))
+    extra = ()
+    if scalar_pairs:
+        blob = _launch.pack_scalars(scalar_pairs)
+        extra = (lambda a: a.blob(blob),)
+    return k.run_elementwise(op_name, "pointwise", f"ptl_cu_{op_name}_{_launch.SUFFIX[dtype_code]}", shape,
+                             operands, ptrs, extra, _stream(k.index))
