@@ -8,7 +8,8 @@ layers with relu, a hand-written `LinearLayer` module holding its own Parameters
     python examples/train_digits.py [--epochs 30] [--seed 0] [--threads 1] [--out examples/out]
 
 Prints a progress bar per epoch (loss, accuracy, samples/s), the held-out test accuracy,
-and writes a loss-curve PNG.
+saves a checkpoint (model and optimizer state, safetensors format) and reloads it into a
+fresh model to check that it predicts the same, and writes a loss-curve PNG.
 """
 
 import argparse
@@ -87,6 +88,20 @@ def accuracy(model, x, y):
     return (pred == y).float().mean().item()
 
 
+def checkpoint_roundtrip(model, opt, x_test, y_test, path):
+    """Save model and optimizer state, load them into a fresh model and optimizer, and
+    return the reloaded model's test accuracy (it must equal the trained model's)."""
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, path)
+    ckpt = torch.load(path)
+    fresh = CNN()
+    fresh.load_state_dict(ckpt["model"])
+    optim.Adam(fresh.parameters()).load_state_dict(ckpt["optimizer"])
+    acc = accuracy(fresh, x_test, y_test)
+    print(f"checkpoint written to {path} ({os.path.getsize(path) / 1024:.0f} KiB); reloaded model's test "
+          f"accuracy {acc:.2%}")
+    return acc
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--epochs", type=int, default=30)
@@ -139,6 +154,9 @@ def main(argv=None):
           f"{test_acc:.2%}")
 
     os.makedirs(args.out, exist_ok=True)
+    reloaded_acc = checkpoint_roundtrip(model, opt, x_test, y_test, os.path.join(args.out, "digits_cnn.safetensors"))
+    if reloaded_acc != test_acc:
+        raise RuntimeError(f"the reloaded model scores {reloaded_acc:.4%}, the trained one {test_acc:.4%}")
     try:
         import matplotlib
         matplotlib.use("Agg")
