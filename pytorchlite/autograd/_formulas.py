@@ -528,9 +528,10 @@ def softplus_backward(grad, self, beta, threshold):
 
 
 def hardswish_backward(grad, self):
+    # PyTorch takes the outer pieces at the kinks themselves: 0 at x = -3 and grad at x = 3
     mid = grad * (self * 2 + 3) * (1 / 6)
-    out = _F.where(self < -3, zeros_of(grad.shape, grad), mid)
-    return _F.where(self > 3, grad, out)
+    out = _F.where(self <= -3, zeros_of(grad.shape, grad), mid)
+    return _F.where(self >= 3, grad, out)
 
 
 def copysign_backward(grad, self, result):

@@ -8,8 +8,11 @@ from pytorchlite.nn.conv import (  # noqa: F401
     LayerNorm, MaxPool2d,
 )
 from pytorchlite.nn.layers import (  # noqa: F401
-    CrossEntropyLoss, Dropout, Flatten, GELU, Identity, L1Loss, Linear, LogSoftmax, ModuleList,
-    MSELoss, NLLLoss, ReLU, Sequential, Sigmoid, SiLU, Softmax, Tanh,
+    BCELoss, BCEWithLogitsLoss, Bilinear, CrossEntropyLoss, Dropout, ELU, Flatten, GELU, Hardsigmoid, Hardswish,
+    Hardtanh, HuberLoss, Identity, KLDivLoss, L1Loss, LeakyReLU, Linear, LogSoftmax, Mish, ModuleDict, ModuleList,
+    MSELoss, NLLLoss, ReLU, ReLU6, Sequential, Sigmoid, SiLU, SmoothL1Loss, Softmax, Softplus, Tanh, Unflatten,
 )
+from pytorchlite.nn.attention import MultiheadAttention, TransformerEncoder, TransformerEncoderLayer  # noqa: F401
 from pytorchlite.nn.module import Module  # noqa: F401
 from pytorchlite.nn.parameter import Parameter  # noqa: F401
+from pytorchlite.nn.rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401

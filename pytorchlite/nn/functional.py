@@ -127,14 +127,229 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
     return loss
 
 
-def mse_loss(input, target, reduction="mean"):
-    """Mean squared error."""
-    return _reduce((input - target) ** 2, reduction)
+def _warn_target_size(input, target):
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size ({input.shape}). "
+                      "This will likely lead to incorrect results due to broadcasting. "
+                      "Please ensure they have the same size.", stacklevel=3)
 
 
-def l1_loss(input, target, reduction="mean"):
-    """Mean absolute error."""
-    return _reduce((input - target).abs(), reduction)
+def _weighted(loss, input, weight, reduction):
+    """An elementwise loss times `weight` (input's size), reduced with 'mean' as
+    sum(loss * weight) / sum(weight), as PyTorch's weighted mse_loss and l1_loss."""
+    if weight is None:
+        return _reduce(loss, reduction)
+    if weight.shape != input.shape:
+        raise ValueError("Weights and input must have the same size.")
+    return _reduce(loss * weight, reduction, weight.sum() if reduction == "mean" else None)
+
+
+def mse_loss(input, target, reduction="mean", weight=None):
+    """Mean squared error; a target of another size broadcasts, with PyTorch's warning.
+
+    >>> import pytorchlite
+    >>> mse_loss(pytorchlite.tensor([1., 2.]), pytorchlite.tensor([1., 4.]))
+    tensor(2.)
+    """
+    _warn_target_size(input, target)
+    return _weighted((input - target) ** 2, input, weight, reduction)
+
+
+def l1_loss(input, target, reduction="mean", weight=None):
+    """Mean absolute error; a target of another size broadcasts, with PyTorch's warning.
+
+    >>> import pytorchlite
+    >>> l1_loss(pytorchlite.tensor([1., 2.]), pytorchlite.tensor([1., 4.]))
+    tensor(1.)
+    """
+    _warn_target_size(input, target)
+    return _weighted((input - target).abs(), input, weight, reduction)
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    """0.5 * d**2 / beta where |d| = |input - target| < beta, else |d| - 0.5 * beta.
+
+    >>> import pytorchlite
+    >>> smooth_l1_loss(pytorchlite.tensor([0., 0.]), pytorchlite.tensor([0.5, 3.]), reduction="none")
+    tensor([0.1250, 2.5000])
+    """
+    _warn_target_size(input, target)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    diff = input - target
+    if beta == 0.0:
+        # plain L1, as PyTorch: the quadratic branch would divide by 0, and where() sends it a
+        # zero gradient that 0 / 0 turns into nan
+        return _reduce(diff.abs(), reduction)
+    z = diff.abs()
+    return _reduce(pytorchlite.where(z < beta, 0.5 * diff * diff / beta, z - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 * d**2 where |d| = |input - target| < delta, else delta * (|d| - 0.5 * delta);
+    an optional `weight` of input's size scales each element ('mean' is then the mean of the
+    weighted losses, as PyTorch).
+
+    >>> import pytorchlite
+    >>> huber_loss(pytorchlite.tensor([0., 0.]), pytorchlite.tensor([0.5, 3.]), reduction="none", delta=2.)
+    tensor([0.1250, 4.0000])
+    """
+    _warn_target_size(input, target)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    diff = input - target
+    z = diff.abs()
+    loss = pytorchlite.where(z < delta, 0.5 * diff * diff, delta * (z - 0.5 * delta))
+    if weight is not None:
+        if weight.shape != input.shape:
+            raise ValueError("Weights and input must have the same size.")
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+class _BinaryCrossEntropy(pytorchlite.autograd.Function):
+    """Elementwise -(y log x + (1 - y) log(1 - x)), each log clamped at -100, with PyTorch's
+    gradients. Composing clamp and log would give 0 * inf = nan wherever a log is clamped
+    (x exactly 0 or 1, as a saturated float32 sigmoid gives) where PyTorch's
+    (x - y) / max(x (1 - x), 1e-12) stays finite."""
+
+    @staticmethod
+    def forward(ctx, input, target):
+        ctx.save_for_backward(input, target)
+        return (target - 1) * input.neg().log1p().clamp(min=-100) - target * input.log().clamp(min=-100)
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target = ctx.saved_tensors
+        grad_input = grad_target = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad * (input - target) / ((1 - input) * input).clamp(min=1e-12)
+        if ctx.needs_input_grad[1]:
+            # -logit(x), not clamped: +-inf at x = 0 or 1, as PyTorch
+            grad_target = grad * (input.neg().log1p() - input.log())
+        return grad_input, grad_target
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    """Binary cross entropy of probabilities `input` (in [0, 1]) against `target` (same size
+    and dtype); `weight` broadcasts to the target's size.
+
+    >>> import pytorchlite
+    >>> binary_cross_entropy(pytorchlite.tensor([0.5, 1.]), pytorchlite.tensor([1., 0.]), reduction="none")
+    tensor([  0.6931, 100.0000])
+    """
+    if target.shape != input.shape:
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
+                         f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    if target.dtype != input.dtype:
+        raise RuntimeError(f"binary_cross_entropy(): expected target of dtype {input.dtype} (the input's), "
+                           f"but got {target.dtype}")
+    # `not (x >= 0)` also catches nan, as PyTorch's check does
+    if bool((~((input >= 0) & (input <= 1))).any()):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    if bool((~((target >= 0) & (target <= 1))).any()):
+        raise RuntimeError("all elements of target should be between 0 and 1")
+    loss = _BinaryCrossEntropy.apply(input, target)
+    if weight is not None:
+        shape = pytorchlite.broadcast_shapes(target.shape, weight.shape)
+        if shape != target.shape:
+            raise RuntimeError(f"binary_cross_entropy(): weight of size {weight.shape} does not broadcast to "
+                               f"the target's size {target.shape}")
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+    """binary_cross_entropy(sigmoid(input), target) computed from the logits without overflow;
+    `pos_weight` scales the positive term (broadcast along the class dims), `weight` the whole.
+
+    >>> import pytorchlite
+    >>> binary_cross_entropy_with_logits(pytorchlite.tensor([0., 100.]), pytorchlite.tensor([1., 0.]),
+    ...                                  reduction="none")
+    tensor([  0.6931, 100.0000])
+    """
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    if not target.is_floating_point():
+        raise RuntimeError(f"binary_cross_entropy_with_logits(): expected a floating-point target, but got "
+                           f"{target.dtype}")
+    # log(sigmoid(x)) = -log(1 + e**-x), as logaddexp(0, -x): no overflow for |x| = 1000, and
+    # its gradient sigmoid(-x) is exact everywhere, where the usual max(-x, 0) +
+    # log1p(exp(-|x|)) form meets the kinks of max and abs at x = 0, a common logit
+    log_sigmoid = -pytorchlite.logaddexp(pytorchlite.zeros((), dtype=input.dtype, device=input.device), -input)
+    if pos_weight is not None:
+        log_sigmoid = log_sigmoid * ((pos_weight - 1) * target + 1)
+    loss = (1 - target) * input - log_sigmoid
+    if weight is not None:
+        loss = loss * weight
+    if loss.shape != input.shape:
+        raise RuntimeError(f"binary_cross_entropy_with_logits(): weight and pos_weight must broadcast to the "
+                           f"input's size {input.shape}, but the loss has size {loss.shape}")
+    return _reduce(loss, reduction)
+
+
+def kl_div(input, target, reduction="mean", log_target=False):
+    """Pointwise KL divergence target * (log(target) - input) of the log-probabilities `input`
+    from `target` (log-probabilities too with log_target=True); 'batchmean' divides the sum by
+    the batch size, the true KL divergence ('mean' divides by every element and warns).
+
+    >>> import pytorchlite
+    >>> kl_div(pytorchlite.tensor([[-1., -1.]]), pytorchlite.tensor([[0.5, 0.5]]), reduction="batchmean")
+    tensor(0.3069)
+    """
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        # xlogy: 0 * log(0) is 0, so zero-probability targets add nothing
+        loss = pytorchlite.xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.dim() != 0 else loss.sum()
+    return _reduce(loss, reduction)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., o] = sum_ij input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o].
+
+    >>> import pytorchlite
+    >>> bilinear(pytorchlite.ones(2, 3), pytorchlite.ones(2, 4), pytorchlite.ones(5, 3, 4)).shape
+    pytorchlite.Size([2, 5])
+    """
+    tensors = [("input1", input1), ("input2", input2), ("weight", weight)] + \
+        ([("bias", bias)] if bias is not None else [])
+    if any(t.dtype != input1.dtype for _, t in tensors):
+        raise RuntimeError("All tensors must have the same dtype, got " +
+                           ", ".join(f"{n}: {t.dtype}" for n, t in tensors))
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} and {input2.dim()}")
+    for i in range(input1.dim() - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: got "
+                               f"{input1.shape[i]} and {input2.shape[i]}")
+    out_features, in1, in2 = weight.size(0), weight.size(1), weight.size(2)
+    if input1.shape[-1] != in1:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {input1.shape[-1]} but "
+                           f"expected {in1}")
+    if input2.shape[-1] != in2:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {input2.shape[-1]} but "
+                           f"expected {in2}")
+    if bias is not None and bias.size(0) != out_features:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.size(0)} but expected "
+                           f"{out_features}")
+    batch = tuple(input1.shape[:-1])
+    x1, x2 = input1.reshape(-1, in1), input2.reshape(-1, in2)
+    n = x1.shape[0]
+    # one matmul contracts i for every (o, j) at once: (n, in1) @ (in1, out * in2), then a
+    # batched matmul contracts j with each sample's input2
+    t = pytorchlite.matmul(x1, weight.permute(1, 0, 2).reshape(in1, out_features * in2))
+    out = pytorchlite.matmul(t.reshape(n, out_features, in2), x2.unsqueeze(-1)).squeeze(-1)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(batch + (out_features,))
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
@@ -285,3 +500,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     else:
         padding_idx = -1
     return pytorchlite.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
+
+
+from pytorchlite.nn.attention import multi_head_attention_forward, scaled_dot_product_attention  # noqa: E402,F401

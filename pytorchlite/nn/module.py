@@ -124,6 +124,14 @@ class Module:
     def add_module(self, name, module):
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {type(name).__name__}")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f"module name can't contain \".\", got: {name}")
+        if name == "":
+            raise KeyError("module name can't be empty string \"\"")
         self._modules[name] = module
 
     register_module = add_module
@@ -238,6 +246,14 @@ class Module:
             for key, b in self._buffers.items():
                 if b is not None:
                     self._buffers[key] = fn(b)
+        return self
+
+    def share_memory(self):
+        """Move every parameter, gradient and buffer to shared memory in place
+        (Tensor.share_memory_), so processes the module is sent to update the same tensors."""
+        for t in (*self.parameters(), *(p.grad for p in self.parameters()), *self.buffers()):
+            if t is not None:
+                t.share_memory_()
         return self
 
     def to(self, *args, **kwargs):

@@ -132,3 +132,20 @@ def test_cross_entropy_matches_pytorch():
             lo.sum().backward()
             lt.sum().backward()
             np.testing.assert_allclose(xo.grad.numpy(), xt.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name, exc, match", [
+    (1, TypeError, "module name should be a string. Got int"),
+    ("a.b", KeyError, "contain .*got: a.b"),
+    ("", KeyError, "be empty string"),
+    ("train", KeyError, "attribute 'train' already exists"),
+])
+def test_add_module_rejects_bad_names_as_pytorch(name, exc, match):
+    m = nn.Module()
+    with pytest.raises(exc, match=match):
+        m.add_module(name, nn.Identity())
+    with pytest.raises(exc, match=match):
+        nn.ModuleDict()[name] = nn.Identity()
+    torch = pytest.importorskip("torch")
+    with pytest.raises(exc, match=match):
+        torch.nn.Module().add_module(name, torch.nn.Identity())
