@@ -1,6 +1,7 @@
-"""Pickling tensors (Tensor.__reduce_ex__): pickle, copy.deepcopy and multiprocessing all
-come through here. A tensor pickles as its dtype, shape, device and raw bytes (a contiguous
-copy); checkpoints on disk use pytorchlite.save/load (safetensors) instead."""
+"""Pickling tensors (Tensor.__reduce_ex__): pickle and copy.deepcopy come through here. A
+tensor pickles as its dtype, shape, device and raw bytes (a contiguous copy); checkpoints
+on disk use pytorchlite.save/load (safetensors) instead. Between processes,
+multiprocessing's ForkingPickler shares the memory instead (multiprocessing/reductions.py)."""
 
 import numpy as np
 

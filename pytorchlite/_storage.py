@@ -46,6 +46,30 @@ class Storage:
     def size(self):
         return self.nbytes
 
+    def is_shared(self):
+        """Whether this storage is in shared memory, so other processes can map it (CUDA
+        memory counts as shared, as in PyTorch)."""
+        if self.device.type != "cpu":
+            return True
+        from pytorchlite.multiprocessing import _segment
+        return type(self._owner) is _segment.Segment
+
+    def share_memory_(self):
+        """Move this storage to shared memory in place (a no-op when it is already there,
+        or on CUDA); every tensor over it keeps working and sees the same bytes."""
+        if self.device.type == "cpu":
+            from pytorchlite.multiprocessing import _shared_storage
+            _shared_storage.share_(self)
+        return self
+
+    def _swap_memory(self, other):
+        """Exchange the memory behind two storages: tensors over `self` see `other`'s block
+        from now on, and `other` frees (or lets go of) the old one when it goes."""
+        self.ptr, other.ptr = other.ptr, self.ptr
+        self.nbytes, other.nbytes = other.nbytes, self.nbytes
+        self._free, other._free = other._free, self._free
+        self._owner, other._owner = other._owner, self._owner
+
 
 _new = object.__new__
 _alloc_addr = lib.ptl_alloc_addr

@@ -155,6 +155,23 @@ class Tensor:
     def untyped_storage(self):
         return self._storage
 
+    def share_memory_(self):
+        """Move this tensor's storage to shared memory, in place, so that processes it is
+        sent to (pytorchlite.multiprocessing) see and make the same changes. The data and
+        every view over the storage are kept; a no-op when already shared, and on CUDA.
+
+        >>> t = pytorchlite.arange(4.)
+        >>> v = t[1:]
+        >>> t.share_memory_().is_shared(), v.is_shared(), v.tolist()
+        (True, True, [1.0, 2.0, 3.0])
+        """
+        self._storage.share_memory_()
+        return self
+
+    def is_shared(self):
+        """Whether this tensor's storage is in shared memory (CUDA tensors always are)."""
+        return self._storage.is_shared()
+
     @property
     def dtype(self):
         return self._dtype

@@ -618,7 +618,4 @@ def _grow_storage(st, nbytes):
         dst = make(new, (old_n,), (1,), 0, D.uint8)
         src = make(st, (old_n,), (1,), 0, D.uint8)
         copy_into(dst, src)
-    st.ptr, new.ptr = new.ptr, st.ptr
-    st.nbytes, new.nbytes = new.nbytes, st.nbytes
-    st._free, new._free = new._free, st._free
-    st._owner, new._owner = new._owner, st._owner
+    st._swap_memory(new)

@@ -1,11 +1,11 @@
 """Moving a worker's batch to the main process through shared memory.
 
 The batch is pickled with every tensor replaced by a reference (pickle's persistent_id);
-the tensors' bytes go into one file in /dev/shm (a RAM-backed tmpfs on Linux; elsewhere
-the temp directory), which the main process maps and unlinks at once, so its tensors are
-views of that mapping: the data is copied once, in the worker, instead of being pickled
-through a pipe. The file disappears from the file system as soon as the main process has
-it open; the memory is freed when the last tensor over it goes.
+the tensors' bytes go into one file in /dev/shm (a named segment, see
+pytorchlite/multiprocessing/_segment.py), which the main process maps and unlinks at
+once, so its tensors are views of that mapping: the data is copied once, in the worker,
+instead of being pickled through a pipe. The file disappears from the file system as soon
+as the main process has it open; the memory is freed when the last tensor over it goes.
 
 Files are named <prefix><worker>_<n>, with a prefix unique to one loader iterator, so the
 main process can remove what a killed worker left behind (see `remove_leftovers`).
@@ -13,23 +13,16 @@ main process can remove what a killed worker left behind (see `remove_leftovers`
 
 import glob
 import io
-import mmap
 import os
 import pickle
-import tempfile
 
 import numpy as np
 
 import pytorchlite
+from pytorchlite.multiprocessing import _segment
+from pytorchlite.multiprocessing._segment import shm_dir  # noqa: F401  (the loader names its files there)
 
 _ALIGN = 64
-
-
-def shm_dir():
-    d = "/dev/shm"
-    if os.path.isdir(d) and os.access(d, os.W_OK):
-        return d
-    return tempfile.gettempdir()
 
 
 class _Pickler(pickle.Pickler):
@@ -72,20 +65,15 @@ def encode(obj, path):
         offset += (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN
     if offset == 0:
         return buf.getvalue(), None, metas
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    seg = _segment.create_named(path, offset)
     try:
-        os.ftruncate(fd, offset)
-        with mmap.mmap(fd, offset) as mm:
-            dst = np.frombuffer(mm, dtype=np.uint8)
-            for (off, nbytes, *_), flat in zip(metas, flats):
-                if nbytes:
-                    dst[off:off + nbytes] = flat.view(pytorchlite.uint8).numpy()
-            del dst
+        dst = np.asarray(seg)
+        for (off, nbytes, *_), flat in zip(metas, flats):
+            if nbytes:
+                dst[off:off + nbytes] = flat.view(pytorchlite.uint8).numpy()
     except BaseException:
-        os.close(fd)
         os.unlink(path)
         raise
-    os.close(fd)
     return buf.getvalue(), path, metas
 
 
@@ -94,13 +82,7 @@ def decode(payload):
     data, path, metas = payload
     tensors = []
     if path is not None:
-        fd = os.open(path, os.O_RDWR)
-        try:
-            os.unlink(path)
-            mm = mmap.mmap(fd, 0)
-        finally:
-            os.close(fd)
-        whole = np.frombuffer(mm, dtype=np.uint8)   # keeps the mapping alive while any tensor does
+        whole = np.asarray(_segment.open_named(path))   # keeps the mapping alive while any tensor does
     for off, nbytes, dtype_name, shape, requires_grad, is_param in metas:
         dtype = getattr(pytorchlite, dtype_name)
         if nbytes:
