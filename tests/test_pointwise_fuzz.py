@@ -37,6 +37,9 @@ NO_INT_EXTREMES = {"floor_divide", "remainder", "fmod", "_div_trunc", "_div_floo
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 SPECIAL_FLOATS = [math.inf, -math.inf, math.nan, 0.0, -0.0]
+# PyTorch's AVX-512 gelu gives nan at +-inf where its AVX2 loop (and ours) give the limits:
+# the oracle depends on the CPU, so these operators get finite specials only
+FINITE_SPECIALS_ONLY = {"_gelu_erf", "_gelu_tanh"}
 WRONG = ["a", None, [1, 2], object()]
 
 
@@ -77,7 +80,8 @@ def values(draw, shape, dtype, op_name):
     else:
         v = np.round(rng.uniform(-4, 4, size=size) * 16) / 16      # exact in every float dtype
         if size and draw(st.booleans()):
-            v[rng.integers(0, size)] = draw(st.sampled_from(SPECIAL_FLOATS))
+            specials = [f for f in SPECIAL_FLOATS if not (op_name in FINITE_SPECIALS_ONLY and math.isinf(f))]
+            v[rng.integers(0, size)] = draw(st.sampled_from(specials))
     return v.reshape(shape)
 
 
