@@ -27,6 +27,11 @@ outputs that get no gradient (indices). `node: DivBackward0` names the node clas
 name where ops.yaml splits one of its operators). In-place and out= variants reuse the functional
 entry: in-place forms save a copy of `self` when a formula needs its old value, out=
 forms refuse inputs that require grad.
+
+Forward mode: an optional `result:` key gives the jvp (see derivatives.yaml's header for
+its three forms). Each becomes a `jvp_<op>` function in autograd_nodes.py, and
+forward_lines() puts at the top of the op's bindings the call that uses it when a
+dual_level is open and an input carries a tangent (pytorchlite/autograd/forward_ad.py).
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ HELPERS = (
     "linalg_det_backward", "linalg_slogdet_backward", "linalg_solve_backward", "cholesky_backward",
     "linalg_qr_backward", "svd_backward", "eigh_backward", "linalg_lstsq_backward",
     # @@ section: linalg @@
+    "linalg_solve_jvp", "cholesky_jvp", "trace_of_solve", "pad_jvp",
     "softmax_double_backward", "convolution_double_backward", "max_pool_double_backward", "layer_norm_backward",
     # @@ section: nn @@
 )
@@ -145,6 +151,9 @@ class Derivative:
     non_differentiable: tuple
     output_differentiability: tuple
     saved: dict = field(default_factory=dict)     # field -> Saved
+    jvp: object = None      # None (no forward AD), "auto_element_wise", "auto_linear" or a Formula
+    jvp_line: int = 0
+    jvp_body: list = field(default_factory=list)    # the lines of its generated jvp function
 
     @property
     def diff_inputs(self):
@@ -288,7 +297,7 @@ class _Rewriter(ast.NodeTransformer):
         if n in BUILTINS:
             return node
         known = list(self.args) + self.returns + list(self.op_names) + list(HELPERS) + list(BUILTINS) + [
-            "grad", "grads"]
+            "grad", "grads"] + sorted(self.locals)
         raise self.fail(f"unknown name '{n}'{_near(n, known)}")
 
 
@@ -306,6 +315,136 @@ def _bound_names(tree):
         elif isinstance(node, ast.NamedExpr):
             out.add(node.target.id)
     return out
+
+
+class _DirectRewriter(_Rewriter):
+    """Resolve a formula's names for a jvp function, where the arguments and results are
+    plain local variables (nothing is saved: forward AD runs while the inputs are at hand)."""
+
+    def _use(self, saved):
+        pass
+
+    def visit_Attribute(self, node):
+        return self.generic_visit(node)
+
+    def visit_Call(self, node):
+        return self.generic_visit(node)
+
+    def _meta_list(self, node):
+        return None
+
+    def visit_Name(self, node):
+        n = node.id
+        if isinstance(node.ctx, ast.Load) and n not in self.locals and (n in self.args or n in self.returns):
+            return ast.copy_location(ast.Name(id=_pyvar(n), ctx=ast.Load()), node)
+        return super().visit_Name(node)
+
+
+def _direct_code(d, source, op_names, fail, extra):
+    """A formula's source rewritten for a jvp function (see _DirectRewriter)."""
+    try:
+        tree = ast.parse(source, mode="eval")
+    except SyntaxError as exc:
+        raise fail(f"does not parse as Python: {exc.msg}: {source!r}") from None
+    rw = _DirectRewriter(d, op_names, fail, set(extra) | _bound_names(tree))
+    new = rw.visit(tree)
+    ast.fix_missing_locations(new)
+    return ast.unparse(new.body)
+
+
+def _parse_jvp(d, value, kl, name, op_names):
+    """The `result:` key: forward-mode formula of an entry (see _jvp_lines)."""
+    def fail(msg):
+        return _err(kl, name, f"forward formula 'result': {msg}")
+    if not isinstance(value, str):
+        raise fail("must be auto_element_wise, auto_linear or a Python expression")
+    value = value.strip()
+    schema = d.op.schema
+    if value == "auto_element_wise":
+        if len(schema.returns) != 1 or schema.returns[0].type.is_tensor_list:
+            raise fail("auto_element_wise needs a single Tensor output")
+        if any(a.type.is_tensor_list for a in d.diff_inputs):
+            raise fail("auto_element_wise cannot apply to a Tensor[] input")
+        d.jvp_body = _element_wise_body(d, op_names, fail)
+        return value
+    if value == "auto_linear":
+        if not d.op.has_function and not d.op.has_method:
+            raise fail("auto_linear calls the operator on the tangents, but it has no function or method")
+        d.jvp_body = _linear_body(d, op_names)
+        return value
+    extra = set()
+    for a in d.diff_inputs:
+        extra |= {a.name + "_t", a.name + "_p"}
+    code = _direct_code(d, value, op_names, fail, extra)
+    d.jvp_body = _tangent_lines(d, fill=True) + [f"{_pyvar(a.name)}_p = {_pyvar(a.name)}" for a in d.diff_inputs] + [
+        f"return {code}"]
+    return Formula(inputs=(), source=value, code=code, line=kl, saved=())
+
+
+def _tangent_lines(d, fill):
+    """Bind `<input>_t` to each differentiable input's tangent (zeros where it has none
+    when `fill`)."""
+    lines = []
+    for k, a in enumerate(d.diff_inputs):
+        v, t = _pyvar(a.name), _pyvar(a.name) + "_t"
+        if not fill:
+            lines.append(f"{t} = _tan[{k}]")
+        elif a.type.is_tensor_list:
+            lines.append(f"{t} = _fw.fill_list(_tan[{k}] or (None,) * len({v}), {v})")
+        else:
+            lines.append(f"{t} = _tan[{k}] if _tan[{k}] is not None else _fw.zeros_for({v})")
+    return lines
+
+
+def _element_wise_body(d, op_names, fail):
+    """auto_element_wise (PyTorch's name): the op acts element by element, so its Jacobian is
+    diagonal (over the broadcast shape) and J t is each backward formula with `grad` = t,
+    summed over the inputs that have a tangent."""
+    lines = ["_acc = None"]
+    k_of = {a.name: k for k, a in enumerate(d.diff_inputs)}
+    for f in d.formulas:
+        code = _direct_code(d, f.source, op_names, fail, {"grad", "grad_input_mask"})
+        for j, n in enumerate(f.inputs):
+            k = k_of[n]
+            lines.append(f"if _tan[{k}] is not None:")
+            lines.append(f"    grad = _tan[{k}]")
+            if len(f.inputs) > 1:
+                mask = ", ".join("True" if i == j else "False" for i in range(len(f.inputs)))
+                lines.append(f"    grad_input_mask = ({mask},)")
+                lines.append(f"    _acc = _fw.add(_acc, ({code})[{j}])")
+            else:
+                lines.append(f"    _acc = _fw.add(_acc, {code})")
+    lines.append("return _acc")
+    return lines
+
+
+def _linear_body(d, op_names):
+    """auto_linear: the op is linear in its differentiable inputs jointly, so J t is the op
+    itself applied to the tangents (zeros for inputs without one), other arguments as given."""
+    schema = d.op.schema
+    diff = {a.name for a in d.diff_inputs}
+    lines = ["if all(t is None for t in _tan):", "    return None"] + _tangent_lines(d, fill=True)
+    args = [a for a in schema.arguments if a not in schema.out_arguments]
+
+    def val(a):
+        return _pyvar(a.name) + ("_t" if a.name in diff else "")
+    def kw(a):
+        n = a.python_name
+        return n + "_" if n in ("from", "in", "is", "lambda", "global", "class", "def", "return", "import",
+                                "None") else n
+    if d.op.name.endswith("_") and d.op.name[:-1] in op_names:
+        # an in-place entry (masked_fill_): the tangent is the functional form's, out of place
+        fn = f"_F.{d.op.name[:-1]}"
+        call_args = [f"{kw(a)}={val(a)}" for a in args]
+    elif d.op.has_function:
+        fn = f"_F.{d.op.name}"
+        call_args = [f"{kw(a)}={val(a)}" for a in args]
+    else:   # method only: `self` first
+        fn = f"_F._m_{d.op.name}"
+        call_args = [val(a) for a in args if a.name == "self"] + [f"{kw(a)}={val(a)}" for a in args
+                                                                  if a.name != "self"]
+    lines.append(f"return {fn}({', '.join(call_args)})")
+    return lines
 
 
 def _parse_entry(raw, ops_by_name, op_names, counts):
@@ -351,6 +490,8 @@ def _parse_entry(raw, ops_by_name, op_names, counts):
                    f"output_differentiability must be a list of {n_out} booleans")
     d.output_differentiability = tuple(od)
 
+    jvp_value = raw.pop("result", None)
+    jvp_line = keylines.get("result", line)
     args = {a.name: a for a in schema.arguments if a not in schema.out_arguments}
     tensor_args = [a for a in schema.arguments if a.type.base == "Tensor" and a not in schema.out_arguments]
     covered, nondiff = {}, []
@@ -399,6 +540,9 @@ def _parse_entry(raw, ops_by_name, op_names, counts):
                                "instead")
     if not any(d.output_differentiability):
         raise _err(line, name, "no output is differentiable")
+    if jvp_value is not None:
+        d.jvp = _parse_jvp(d, jvp_value, jvp_line, name, op_names)
+        d.jvp_line = jvp_line
     return d
 
 
@@ -514,12 +658,85 @@ def _apply_lines(d, multi):
     return lines
 
 
+class JvpView:
+    """What autograd_nodes.py.j2 needs of one forward-mode (jvp) function."""
+
+    def __init__(self, d: Derivative):
+        schema = d.op.schema
+        self.name = f"jvp_{d.op.name}"
+        kind = d.jvp if isinstance(d.jvp, str) else "formula"
+        self.doc = f"Forward derivative ({kind}) of {schema} (derivatives.yaml:{d.jvp_line})."
+        args = [a for a in schema.arguments if a not in schema.out_arguments]
+        self.params = ", ".join(["result", "_tan"] + [_pyvar(a.name) for a in args])
+        rets = _return_names(schema)
+        self.lines = ([f"{', '.join(_pyvar(n) for n in rets)}, = result"] if len(rets) > 1 else []) + d.jvp_body
+
+
 def render_nodes(env, derivs):
     views = [NodeView(d) for d in derivs.values()]
-    return env.get_template("autograd_nodes.py.j2").render(header=HEADER, nodes=views)
+    jvps = [JvpView(d) for d in derivs.values() if d.jvp is not None]
+    return env.get_template("autograd_nodes.py.j2").render(header=HEADER, nodes=views, jvps=jvps)
 
 
 # --- the autograd part of a binding ---------------------------------------------------------
+
+def _dual_expr(a, var, tensor_scalar):
+    if a.type.is_tensor_list:
+        return f"_fw.any_dual({var})"
+    if tensor_scalar:
+        return f"(isinstance({var}, _Tensor) and {var}._fw is not None)"
+    if a.type.optional:
+        return f"({var} is not None and {var}._fw is not None)"
+    return f"{var}._fw is not None"
+
+
+def _tangent_expr(a, var, tensor_scalar):
+    if a.type.is_tensor_list:
+        return f"_fw.tangents_of({var})"
+    if tensor_scalar or a.type.optional:
+        return f"_fw.tangent_of({var})"
+    return f"{var}._fw"
+
+
+def forward_lines(d, op, var_of, call, mutates, with_out):
+    """Lines at the top of a binding (after its argument checks) for forward-mode AD: when a
+    dual_level is open and a differentiable input carries a tangent, run the binding again
+    with forward AD suspended (`call`), then compute and attach the result's tangent with
+    the entry's jvp function; without a `result:` formula, refuse (see forward_ad.py)."""
+    ts = set(op.tensor_scalars)
+    inputs = d.diff_inputs
+    conds = " or ".join(_dual_expr(a, var_of(a.name), a.name in ts) for a in inputs)
+    lines = [f"if _fws.on and ({conds}):"]
+    if d.jvp is None:
+        lines.append(f"    raise _fw.unsupported({op.name!r})")
+        return lines
+    schema = op.schema
+    first = schema.arguments[0]
+    tans = "".join(_tangent_expr(a, var_of(a.name), a.name in ts) + ", " for a in inputs)
+    body = ["_fws.on = False", "try:", f"    _tan = ({tans})"]
+    params = []
+    for a in schema.arguments:
+        if a in schema.out_arguments:
+            continue
+        params.append(var_of(a.name))
+    if mutates:
+        # the formula wants the inputs as they were: keep a copy of what the call overwrites
+        # (also where the same tensor comes again as another argument: x.mul_(x))
+        sv = var_of(first.name)
+        body.append(f"    _old = _fw.primal_view({sv}).clone()")
+        params[0] = "_old"
+        for j, a in enumerate([a for a in schema.arguments if a not in schema.out_arguments]):
+            if j and a.type.is_tensor:
+                params[j] = f"(_old if {params[j]} is {sv} else {params[j]})"
+    body.append(f"    _result = {call}")
+    body.append(f"    _tr = _N.jvp_{op.name}(_result, _tan, {', '.join(params)})")
+    body.append("finally:")
+    body.append("    _fws.on = True")
+    mutated = var_of(first.name) if mutates else ("out" if with_out else "None")
+    body.append(f"return _fw.attach(_result, _tr, {mutated})")
+    lines.extend("    " + ln for ln in body)
+    return lines
+
 
 def _requires_grad_expr(a, var, tensor_scalar):
     if a.type.is_tensor_list:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import jinja2
 
 from . import cexpr
-from .derivatives import binding_lines, load_derivative_entries, render_nodes
+from .derivatives import binding_lines, forward_lines, load_derivative_entries, render_nodes
 from .model import ALL_DTYPES, DTYPE_CLASS, CodegenError, Operator, load_ops
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -263,6 +263,22 @@ def _signature(op, method, with_out, varargs_name):
     return ", ".join(parts)
 
 
+def _call_args(op, method, with_out):
+    """The arguments for a binding to call itself again (every argument by keyword,
+    `self` first for methods); a varargs int[] goes as its keyword."""
+    parts = []
+    for a in op.schema.arguments:
+        if a in op.schema.out_arguments:
+            continue
+        if method and a.name == "self":
+            parts.insert(0, "self")
+        else:
+            parts.append(f"{_pyname(a)}={_pyname(a)}")
+    if with_out:
+        parts.append("out=out")
+    return ", ".join(parts)
+
+
 def _varargs_arg(op, method):
     """PyTorch accepts `x.view(2, 3)` and `zeros(2, 3)`: an int[] that is the only
     positional argument (after self for methods) becomes *args."""
@@ -334,6 +350,15 @@ def _bindings(op, deriv=None):
             return "self" if (_method and arg_name == "self") else _pyname(a)
         # ops like copy_ and fill_ mutate their first argument in every form
         mutates = inplace or bool(op.schema.arguments and op.schema.arguments[0].type.is_mutable)
+        if inplace:
+            pyname = f"_m_{name}_"
+        elif method:
+            pyname = f"_m_{name}"
+        else:
+            pyname = name
+        if deriv is not None:
+            lines.extend(forward_lines(deriv, op, var_of, f"_G.{pyname}({_call_args(op, method, with_out)})",
+                                       mutates, with_out))
         if op.kind == "pointwise":
             tensors = [("self" if (method and a.name == "self") else _pyname(a)) for a in op.schema.arguments if a.type.is_tensor]
             scalars = [_pyname(a) for a in op.schema.arguments if a.type.base == "Scalar"]
@@ -397,12 +422,6 @@ def _bindings(op, deriv=None):
             else:
                 lines.append(f"_result = ({src})")
                 lines.append(_finish(name, inplace, with_out, target))
-        if inplace:
-            pyname = f"_m_{name}_"
-        elif method:
-            pyname = f"_m_{name}"
-        else:
-            pyname = name
         doc = _doc_literal(op, public) if not method else ""
         out.append(Binding(pyname, sig, lines, doc))
     return out

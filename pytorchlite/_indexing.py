@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from pytorchlite import _dtype as D
+from pytorchlite.autograd.forward_ad import _state as _fws
 from pytorchlite._device import CPU as _CPU
 from pytorchlite._tensor import Tensor
 from pytorchlite._views import make_view
@@ -212,6 +213,8 @@ def parse(t, index):
 
 
 def getitem(t, index):
+    if _fws.on and t._fw is not None:
+        return _forward_ad_getitem(t, index)
     if type(index) is Tensor and index._dtype is _INT64 and index._shape and not (
             t._requires_grad and _grad_state.grad):
         # x[i] with an int64 tensor: nothing basic to apply, straight to the gather
@@ -284,7 +287,40 @@ def strip_leading_ones(v):
     return make_view(v, v._shape[n:], v._stride[n:], v._offset)
 
 
+def _forward_ad_getitem(t, index):
+    """t[index] for a dual t: the tangent is the same index of t's tangent."""
+    from pytorchlite.autograd import forward_ad
+    _fws.on = False
+    try:
+        out = getitem(t, index)
+        tangent = getitem(t._fw, index)
+    finally:
+        _fws.on = True
+    return forward_ad.attach(out, tangent)
+
+
+def _forward_ad_setitem(t, index, value):
+    """t[index] = value with a dual t or value: the same assignment on t's tangent (a zero
+    tangent made for t if it has none, zeros written where the value has none)."""
+    from pytorchlite.autograd import forward_ad
+    _fws.on = False
+    try:
+        setitem(t, index, value)
+        if t._dtype.is_floating_point:
+            tangent = t._fw
+            if tangent is None:
+                tangent = forward_ad.zeros_for(t).contiguous()
+            v_t = value._fw if isinstance(value, Tensor) and value._fw is not None else 0
+            setitem(tangent, index, v_t)
+    finally:
+        _fws.on = True
+    if t._dtype.is_floating_point and t._fw is None:
+        forward_ad.attach(t, tangent)
+
+
 def setitem(t, index, value):
+    if _fws.on and (t._fw is not None or (isinstance(value, Tensor) and value._fw is not None)):
+        return _forward_ad_setitem(t, index, value)
     if index is False:
         # PyTorch's shortcut: nothing is written (and the version stays), but the value
         # must still be one it can assign

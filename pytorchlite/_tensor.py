@@ -90,6 +90,7 @@ def make(storage, shape, stride, offset, dtype, vc=None, contig=None):
     t._output_nr = 0
     t._base = None
     t._ag = None
+    t._fw = None     # forward-mode tangent (pytorchlite/autograd/forward_ad.py)
     return t
 
 
@@ -103,7 +104,7 @@ def empty(shape, dtype, device=CPU):
 class Tensor:
     __slots__ = ("_storage", "_shape", "_stride", "_offset", "_dtype", "_device", "_vc",
                  "_contig", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_base",
-                 "_ag", "__weakref__")
+                 "_ag", "_fw", "__weakref__")
 
     # numpy defers to our reflected operators instead of converting the tensor
     __array_priority__ = 1000
@@ -788,6 +789,11 @@ class Tensor:
         return self.mT
 
 
+# operators whose generated binding accepts a Python number as its first operand
+# (`tensor_scalars: [self, ...]` in ops.yaml)
+_NUMBER_FIRST = frozenset(("_div_true", "floor_divide", "remainder", "pow"))
+
+
 def _reflected(name, scalar, tensor):
     """`2 / t`: run the operator with the Python number in the first position, where the
     generated binding (rightly) asks for a Tensor; promotion treats it as a weak scalar."""
@@ -795,6 +801,9 @@ def _reflected(name, scalar, tensor):
     from pytorchlite._kernels.pointwise import run
     if not isinstance(scalar, (bool, int, float)):
         return NotImplemented
+    if name in _NUMBER_FIRST:
+        # the binding takes a number first: autograd (and forward AD) record as usual
+        return getattr(_F, name)(scalar, tensor)
     op = dispatch.TABLE[name]
     return run(op, (scalar, tensor), tuple(_default_scalar(op, s) for s in op.scalars), None, False)
 

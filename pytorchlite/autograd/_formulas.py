@@ -866,3 +866,7 @@ __all__ += ["softmax_double_backward", "convolution_double_backward", "max_pool_
 
 
 # @@ section: nn (add helpers above this line) @@
+
+from pytorchlite.autograd import _jvp_formulas  # noqa: E402
+from pytorchlite.autograd._jvp_formulas import *  # noqa: E402,F401,F403
+__all__ += _jvp_formulas.__all__

@@ -78,8 +78,12 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                                    "that are non-overlapping to be able to compute the numerical gradients "
                                    "correctly. You should call .contiguous on the input before passing it to "
                                    "gradcheck.")
-    outputs = _as_tuple(func(*inputs))
     rng = np.random.default_rng(seed)
+    if check_forward_ad and not _check_forward(func, inputs, diff, eps, atol, rtol, rng, raise_exception):
+        return False
+    if not check_backward_ad:
+        return True
+    outputs = _as_tuple(func(*inputs))
     diff_inputs = [inputs[i] for i in diff]
     for k, o in enumerate(outputs):
         if not isinstance(o, Tensor) or not o._dtype.is_floating_point:
@@ -109,6 +113,54 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                 return _fail(f"Jacobian mismatch for output {k} with respect to argument {i} at index "
                              f"{_index(t._shape, j)}: got {ana_f[j]!r} (backward), expected {num_f[j]!r} "
                              f"(finite differences, eps={eps}) along a random output direction", raise_exception)
+    return True
+
+
+def _check_forward(func, inputs, diff, eps, atol, rtol, rng, raise_exception):
+    """Forward mode: for each differentiable input i and a random tangent v, the tangent
+    forward AD gives each output (J_i v) against (f(x_i + eps v) - f(x_i - eps v)) / 2 eps."""
+    from pytorchlite._creation import tensor as _tensor
+    from pytorchlite.autograd import forward_ad as fwAD
+    for i in diff:
+        t = inputs[i]
+        v_np = rng.standard_normal(t._shape) if t._shape else np.array(rng.standard_normal())
+        v = _tensor(v_np, dtype=t._dtype, device=t._device)
+        with fwAD.dual_level():
+            duals = list(inputs)
+            duals[i] = fwAD.make_dual(t, v)
+            outs = _as_tuple(func(*duals))
+            got = []
+            for o in outs:
+                if isinstance(o, Tensor) and o._dtype.is_floating_point:
+                    tan = fwAD.unpack_dual(o).tangent
+                    got.append(np.zeros(o._shape) if tan is None else _values(tan))
+                else:
+                    got.append(None)
+        arr = _writable(t)
+        orig = arr.copy()
+        with grad_mode.no_grad():
+            arr[...] = orig + eps * v_np
+            plus = _as_tuple(func(*inputs))
+            plus = [_values(o) if g is not None else None for o, g in zip(plus, got)]
+            arr[...] = orig - eps * v_np
+            minus = _as_tuple(func(*inputs))
+            minus = [_values(o) if g is not None else None for o, g in zip(minus, got)]
+            arr[...] = orig
+        for k, g in enumerate(got):
+            if g is None:
+                continue
+            num = ((plus[k] - minus[k]) / (2 * eps)).reshape(-1)
+            g = g.reshape(-1)
+            if g.shape != num.shape:
+                return _fail(f"Forward AD tangent of output {k} has {g.size} elements, the output has {num.size}",
+                             raise_exception)
+            bad = np.abs(g - num) > atol + rtol * np.abs(num)
+            bad |= np.isnan(g) != np.isnan(num)
+            if bad.any():
+                j = int(np.argmax(bad))
+                return _fail(f"Jacobian mismatch for output {k} with respect to argument {i} at output index "
+                             f"{j}: got {g[j]!r} (forward AD), expected {num[j]!r} (finite differences, eps={eps}) "
+                             f"along a random input direction", raise_exception)
     return True
 
 

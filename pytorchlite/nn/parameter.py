@@ -30,6 +30,7 @@ class Parameter(Tensor):
         p._grad = None
         p._base = None
         p._ag = None
+        p._fw = None
         p._requires_grad = False
         if requires_grad:
             p.requires_grad_(True)

@@ -100,6 +100,19 @@ def load(tmp_path, derivs):
        other: grad
      """, "derivatives.yaml:4: add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor: node name MulBackward0 "
           "is already used by the entry at line 1"),
+    ("""\
+     - name: mul(Tensor self, Tensor other) -> Tensor
+       self: grad * other
+       other: grad * self
+       result: self_t * other + self * othr_t
+     """, "derivatives.yaml:4: mul(Tensor self, Tensor other) -> Tensor: forward formula 'result': unknown name "
+          "'othr_t' (did you mean 'other_t'?)"),
+    ("""\
+     - name: cat(Tensor[] tensors, int dim=0) -> Tensor
+       tensors: grad.split(1, dim)
+       result: auto_element_wise
+     """, "derivatives.yaml:3: cat(Tensor[] tensors, int dim=0) -> Tensor: forward formula 'result': "
+          "auto_element_wise cannot apply to a Tensor[] input"),
 ])
 def test_errors_name_the_line(tmp_path, derivs, message):
     with pytest.raises(CodegenError) as e:
@@ -127,6 +140,29 @@ def test_saved_variable_inference(tmp_path):
     assert kinds("sum") == {"s_self_shape": "meta", "s_self_dim": "meta"}
     assert kinds("cat") == {"s_tensors_shape": "meta_list", "s_dim": "value"}
     assert d["mul"].node_name == "MulBackward0"
+
+
+def test_forward_formulas_become_jvp_functions(tmp_path):
+    d = load(tmp_path, """\
+        - name: mul(Tensor self, Tensor other) -> Tensor
+          result: auto_element_wise
+          self: grad * other
+          other: grad * self
+        - name: sum(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
+          result: auto_linear
+          self: grad.expand(self.shape)
+        - name: add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+          result: self_t + maybe_multiply(other_t, alpha)
+          self: grad
+          other: grad * alpha
+        """)
+    # element-wise: each backward formula with grad = the input's tangent, nothing saved
+    assert "    grad = _tan[1]" in d["mul"].jvp_body
+    assert "_acc = _fw.add(_acc, grad * self)" in "\n".join(d["mul"].jvp_body)
+    assert d["sum"].jvp_body[-1] == "return _F.sum(input=self_t, dim=dim, keepdim=keepdim, dtype=dtype)"
+    assert d["add"].jvp_body[-1] == "return self_t + _H.maybe_multiply(other_t, alpha)"
+    # the forward formula reads the arguments directly: nothing extra is saved for backward
+    assert {s.field for s in d["add"].saved.values()} == {"s_alpha"}
 
 
 def test_generated_nodes_save_only_what_formulas_need():

@@ -852,3 +852,14 @@ def test_retain_grad_follows_inplace():
     (y * y).sum().backward()
     close(y.grad, [12., 24.])       # the gradient of y's latest value, as in PyTorch
     close(x.grad, [72., 144.])
+
+
+def test_reflected_operators_with_a_number_first_record_gradients():
+    """`2 / x`, `2 ** x`: the number-first forms go through the generated bindings."""
+    import numpy as np
+    import pytorchlite as P
+    x = P.tensor([1.0, 2.0, 4.0], dtype=P.float64, requires_grad=True)
+    (2 / x + 2 ** x).sum().backward()
+    xs = np.array([1.0, 2.0, 4.0])
+    np.testing.assert_allclose(x.grad.numpy(), -2 / xs ** 2 + np.log(2) * 2 ** xs)
+    assert (3 / x).grad_fn is not None and (7 // x).dtype == P.float64
