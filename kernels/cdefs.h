@@ -97,6 +97,8 @@ int ptl_lapack_eigh(int dtype, int64_t batch, int64_t n, intptr_t a, intptr_t w,
                     int32_t *info);
 int ptl_lapack_lstsq(int dtype, int driver, int64_t batch, int64_t m, int64_t n, int64_t nrhs, intptr_t a,
                      intptr_t b, intptr_t s, int64_t *rank, double rcond, int32_t *info);
+int ptl_lapack_trsm(int dtype, int64_t batch, int64_t m, int64_t n, intptr_t a, intptr_t b, int left, int upper,
+                    int unit);
 
 /* @@ section: linalg (add declarations above this line) @@ */
 

@@ -1,4 +1,5 @@
-/* lapack.c: batched LAPACK factorizations for float32/float64 (step 5 of a call, see DESIGN.md).
+/* lapack.c: batched LAPACK factorizations and BLAS triangular solves (trsm) for float32/float64
+ * (step 5 of a call, see DESIGN.md).
  *
  * LAPACK comes from the same scipy-openblas32 library as BLAS: its Fortran entry points carry
  * the `scipy_` prefix (scipy_dgetrf_, ...), take every argument by pointer and a 32-bit
@@ -46,7 +47,10 @@ typedef int lapack_int;   /* scipy-openblas32: 32-bit integers */
                                   T *, const lapack_int *, lapack_int *, lapack_int *);                      \
     extern void scipy_##p##gelsy_(const lapack_int *, const lapack_int *, const lapack_int *, T *,           \
                                   const lapack_int *, T *, const lapack_int *, lapack_int *, const T *,      \
-                                  lapack_int *, T *, const lapack_int *, lapack_int *);
+                                  lapack_int *, T *, const lapack_int *, lapack_int *);                      \
+    extern void scipy_##p##trsm_(const char *, const char *, const char *, const char *, const lapack_int *, \
+                                 const lapack_int *, const T *, const T *, const lapack_int *, T *,          \
+                                 const lapack_int *, size_t, size_t, size_t, size_t);
 
 FDECL(float, s)
 FDECL(double, d)
@@ -160,7 +164,8 @@ DEFINE_SMALL(double, d)
     }                                                                                                        \
                                                                                                              \
     /* A X = B for each batch: LU of A (n x n, overwritten), then B (n x nrhs) overwritten by X.    \
-     * A matrix whose LU is singular leaves its B untouched and info > 0. */                     \
+     * A matrix whose LU is singular gets info > 0 and its B still goes through the triangular  \
+     * solves (divisions by the zero pivot: inf/nan, what PyTorch's linalg.inv_ex returns). */  \
     static int solve_##p(int64_t batch, int64_t n, int64_t nrhs, T *a, T *bm, int32_t *ipiv, int32_t *info) { \
         lapack_int N = (lapack_int)n, NRHS = (lapack_int)nrhs, LDA = ld(n);                                  \
         if (n <= SMALL_N) {                                                                                  \
@@ -169,7 +174,7 @@ DEFINE_SMALL(double, d)
                 T *A = a + b * n * n;                                                                        \
                 int32_t *piv = ipiv + b * n;                                                                 \
                 info[b] = small_getrf_##p(n, A, piv);                                                        \
-                if (info[b] == 0) small_getrs_##p(n, nrhs, A, piv, bm + b * n * nrhs);                       \
+                small_getrs_##p(n, nrhs, A, piv, bm + b * n * nrhs);                                         \
             }                                                                                                \
             return PTL_OK;                                                                                   \
         }                                                                                                    \
@@ -179,7 +184,7 @@ DEFINE_SMALL(double, d)
             lapack_int inf = 0;                                                                              \
             if (n > 0) scipy_##p##getrf_(&N, &N, A, &LDA, piv, &inf);                                        \
             info[b] = inf;                                                                                   \
-            if (inf == 0 && n > 0 && nrhs > 0) {                                                             \
+            if (inf >= 0 && n > 0 && nrhs > 0) {                                                             \
                 lapack_int inf2 = 0;                                                                         \
                 scipy_##p##getrs_("N", &N, &NRHS, A, &LDA, piv, B, &LDA, &inf2, 1);                          \
                 if (inf2 != 0) info[b] = -1;                                                                 \
@@ -336,6 +341,22 @@ DEFINE_SMALL(double, d)
         free(iwork);                                                                                         \
         free(sbuf);                                                                                          \
         return PTL_OK;                                                                                       \
+    }                                                                                                        \
+                                                                                                             \
+    /* Triangular solves (BLAS trsm): B (m x n) is overwritten by X with A X = B (left, A m x m) \
+     * or X A = B (right, A n x n); only A's `upper` (or lower) triangle is read, and with     \
+     * `unit` its diagonal is taken as ones. No singularity check, as in PyTorch: a zero on     \
+     * the diagonal gives inf/nan. */                                                          \
+    static int trsm_##p(int64_t batch, int64_t m, int64_t n, const T *a, T *bm, int left, int upper,       \
+                        int unit) {                                                                          \
+        int64_t k = left ? m : n;                                                                            \
+        lapack_int M = (lapack_int)m, N = (lapack_int)n, LDA = ld(k), LDB = ld(m);                           \
+        const T one = 1;                                                                                     \
+        if (m == 0 || n == 0) return PTL_OK;                                                                 \
+        for (int64_t b = 0; b < batch; b++)                                                                  \
+            scipy_##p##trsm_(left ? "L" : "R", upper ? "U" : "L", "N", unit ? "U" : "N", &M, &N, &one,       \
+                             a + b * k * k, &LDA, bm + b * m * n, &LDB, 1, 1, 1, 1);                         \
+        return PTL_OK;                                                                                       \
     }
 
 DEFINE_LAPACK(float, s)
@@ -398,4 +419,11 @@ int ptl_lapack_lstsq(int dtype, int driver, int64_t batch, int64_t m, int64_t n,
         return PTL_ERR_ARG;
     DISPATCH(gels_s(driver, batch, m, n, nrhs, (float *)a, (float *)b, (float *)s, rank, rcond, info),
              gels_d(driver, batch, m, n, nrhs, (double *)a, (double *)b, (double *)s, rank, rcond, info))
+}
+
+int ptl_lapack_trsm(int dtype, int64_t batch, int64_t m, int64_t n, intptr_t a, intptr_t b, int left, int upper,
+                    int unit) {
+    if (batch < 0 || too_big(m) || too_big(n)) return PTL_ERR_ARG;
+    DISPATCH(trsm_s(batch, m, n, (const float *)a, (float *)b, left, upper, unit),
+             trsm_d(batch, m, n, (const double *)a, (double *)b, left, upper, unit))
 }

@@ -1,6 +1,7 @@
 """Bodies of the composite linear-algebra operators of ops.yaml: einsum, tensordot, kron,
-trace and the matrix / vector norms. They are written in other operators (permute,
-reshape, diagonal, expand, bmm, sum, ...), so autograd differentiates through them.
+trace, the matrix / vector norms, matrix_rank, multi_dot, matrix_power, vecdot, cond and
+matrix_exp. They are written in other operators (permute, reshape, diagonal, expand, bmm,
+sum, linalg_solve, ...), so autograd differentiates through them.
 
 einsum works as PyTorch's does: repeated subscripts in one operand become a diagonal,
 subscripts seen in one operand only and absent from the output are summed at once, and
@@ -223,6 +224,11 @@ def trace(t):
 def _check_floating(op, t, dtype=None):
     if not t.dtype.is_floating_point:
         raise RuntimeError(f"{op}: Expected a floating point or complex tensor as input. Got {t.dtype._torch_name}")
+    _check_norm_dtype(op, t, dtype)
+
+
+def _check_norm_dtype(op, t, dtype):
+    """PyTorch's check_linalg_norm_dtype: a floating dtype the input converts to without narrowing."""
     if dtype is not None:
         if not dtype.is_floating_point:
             raise RuntimeError(f"{op}: dtype should be floating point or complex, but got {dtype._torch_name}")
@@ -233,18 +239,28 @@ def _check_floating(op, t, dtype=None):
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
-    _check_floating("linalg.vector_norm", x, dtype)
-    if dtype is not None and dtype is not x.dtype:
-        x = x.to(dtype)
+    # PyTorch's order: the input's dtype, then the empty-tensor checks, then `dtype`
+    _check_floating("linalg.vector_norm", x)
     if isinstance(dim, int):
         dim = [dim]
     if dim is not None and len(dim) == 0:
         dim = None
     if x.numel() == 0 and (ord < 0 or ord == math.inf):
-        nd = len(x.shape)
-        if dim is None or any(x.shape[d % nd] == 0 for d in dim):
+        if dim is None:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {_fmt_ord(ord)} norm on an empty tensor because "
                                "the operation does not have an identity")
+        nd = len(x.shape)
+        for d in dim:
+            if not -max(nd, 1) <= d < max(nd, 1):
+                raise IndexError(f"Dimension out of range (expected to be in range of [{-max(nd, 1)}, "
+                                 f"{max(nd, 1) - 1}], but got {d})")
+            if nd and x.shape[d % nd] == 0:
+                # (PyTorch's message, without the space before "because")
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {_fmt_ord(ord)} norm on the dimension "
+                                   f"{d}because this dimension is empty and the operation does not have an identity")
+    _check_norm_dtype("linalg.vector_norm", x, dtype)
+    if dtype is not None and dtype is not x.dtype:
+        x = x.to(dtype)
     if dim is None and not keepdim:
         x = x.reshape(-1)
         dim = [0]
@@ -403,6 +419,251 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     return vector_norm(diff, p, [-1])
 
 
+# --- matrix_rank, multi_dot, matrix_power, vecdot, cond, matrix_exp -------------------------
+
+def _check_square(op, A, what="A"):
+    """PyTorch's squareCheckInputs."""
+    if len(A.shape) < 2:
+        raise RuntimeError(f"{op}: The input tensor {what} must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"{op}: {what} must be batches of square matrices, but they are {A.shape[-2]} by "
+                           f"{A.shape[-1]} matrices")
+
+
+def matrix_rank(A, atol=None, rtol=None, hermitian=False):
+    from pytorchlite._kernels.lapack import atol_rtol
+    if len(A.shape) < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    if A.dtype.name not in ("float32", "float64"):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+    atol, rtol = atol_rtol(A, atol, rtol)
+    if A.numel() == 0:
+        return _F.zeros(A.shape[:-2], dtype=_int64(), device=A.device)
+    if hermitian:
+        S = _F.linalg_eigvalsh(A).abs()
+        largest = S.amax(-1, keepdim=True)
+    else:
+        S = _F.linalg_svdvals(A)
+        largest = S.narrow(-1, 0, 1)            # descending order
+    tol = _F.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * largest)
+    return (S > tol).sum(-1)
+
+
+def _int64():
+    import pytorchlite
+    return pytorchlite.int64
+
+
+# caffe2's TypeMeta names, which PyTorch's multi_dot prints
+_TYPEMETA = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+             "uint8": "unsigned char", "bool": "bool"}
+
+
+def multi_dot(tensors):
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    out_shape = []
+    first, last = tensors[0], tensors[-1]
+    if first.dim() == 1:
+        first = first.unsqueeze(0)              # a row vector
+    elif first.dim() == 2:
+        out_shape.append(first.shape[0])
+    else:
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got {first.dim()}D")
+    if last.dim() == 1:
+        last = last.unsqueeze(-1)               # a column vector
+    elif last.dim() == 2:
+        out_shape.append(last.shape[1])
+    else:
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got {last.dim()}D")
+    for i in range(1, n - 1):
+        if tensors[i].dim() != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {tensors[i].dim()}D")
+    mats = [first] + list(tensors[1:-1]) + [last]
+    dt = mats[0].dtype
+    for i in range(1, n):
+        if mats[i].dtype != dt:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{_TYPEMETA.get(dt.name, dt.name)} and tensor {i} "
+                               f"{_TYPEMETA.get(mats[i].dtype.name, mats[i].dtype.name)}")
+        if mats[i].device != mats[0].device:
+            raise RuntimeError(f"multi_dot(): all tensors must be on the same device but tensor 0 is on "
+                               f"{mats[0].device} and tensor {i} on {mats[i].device}")
+        if mats[i - 1].shape[-1] != mats[i].shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes {list(tensors[i - 1].shape)} and "
+                               f"{list(tensors[i].shape)} cannot be multiplied")
+    if n == 2:
+        r = _F.mm(mats[0], mats[1])
+    elif n == 3:
+        # (a x b)(b x c)(c x d): (AB)C costs a*c*(b + d), A(BC) costs b*d*(a + c)
+        a, b, c, d = mats[0].shape[0], mats[1].shape[0], mats[2].shape[0], mats[2].shape[1]
+        if a * c * (b + d) > b * d * (a + c):
+            r = _F.mm(mats[0], _F.mm(mats[1], mats[2]))
+        else:
+            r = _F.mm(_F.mm(mats[0], mats[1]), mats[2])
+    else:
+        split = _chain_order([m.shape[0] for m in mats] + [mats[-1].shape[1]])
+        r = _chain_product(mats, split, 0, n - 1)
+    return r.reshape(out_shape)
+
+
+def _chain_order(p):
+    """The matrix-chain order (CLRS 15.2) for matrices i of shape p[i] x p[i+1]: split[i][j]
+    is where the product of i..j is best cut (the first best cut, as PyTorch takes it)."""
+    n = len(p) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if cost[i][j] is None or q < cost[i][j]:
+                    cost[i][j] = q
+                    split[i][j] = k
+    return split
+
+
+def _chain_product(mats, split, i, j):
+    if i == j:
+        return mats[i]
+    k = split[i][j]
+    return _F.mm(_chain_product(mats, split, i, k), _chain_product(mats, split, k + 1, j))
+
+
+def matrix_power(A, n):
+    _check_square("linalg.matrix_power", A)
+    if n == 0:
+        # the identity, through a copy of A so that the result stays in the graph (gradient 0)
+        eye = _F.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+        return A.clone(memory_format=_contiguous()).copy_(eye)
+    if n == 1:
+        return A.clone(memory_format=_contiguous())
+    if n == -1:
+        return _F.linalg_inv(A)
+    a = _F.linalg_inv(A) if n < 0 else A
+    n = abs(n)
+    if n == 2:
+        return _F.matmul(a, a)
+    if n == 3:
+        return _F.matmul(_F.matmul(a, a), a)
+    # binary powering, from the least significant bit: z runs through a, a^2, a^4, ...
+    z = result = None
+    while n > 0:
+        bit, n = n % 2, n // 2
+        z = a if z is None else _F.matmul(z, z)
+        if bit:
+            result = z if result is None else _F.matmul(result, z)
+    return result
+
+
+def _contiguous():
+    import pytorchlite
+    return pytorchlite.contiguous_format
+
+
+def vecdot(x, y, dim=-1):
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                           f"{x.dtype._torch_name} and y of type {y.dtype._torch_name} instead")
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                           f"{x.dtype._torch_name}")
+    return (x * y).sum(dim)
+
+
+def cond(A, p=None):
+    if isinstance(p, str):
+        _check_square(f"linalg.cond(ord={p})", A)
+        if p not in ("fro", "nuc"):
+            raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+        if A.numel() == 0:
+            return _F.zeros(A.shape[:-2], dtype=A.dtype, device=A.device)
+        if p == "nuc":
+            # PyTorch's choice: the nuclear norm of the inverse directly (inv raises if singular)
+            return matrix_norm(A, "nuc") * matrix_norm(_F.linalg_inv(A), "nuc")
+        return _cond_by_inverse(A, p)
+    if len(A.shape) < 2:
+        raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
+    ord = 2 if p is None else p
+    if abs(ord) not in (1, 2, math.inf):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {_fmt_ord(float(ord))}")
+    # NumPy leaves the condition number of 0 x 0 matrices undefined; PyTorch gives 0
+    if A.numel() == 0:
+        return _F.zeros(A.shape[:-2], dtype=A.dtype, device=A.device)
+    if abs(ord) == 2:
+        s = _F.linalg_svdvals(A)
+        largest, smallest = s.narrow(-1, 0, 1), s.narrow(-1, s.shape[-1] - 1, 1)
+        return (smallest / largest if ord == -2 else largest / smallest).squeeze(-1)
+    name = f"{ord:f}" if isinstance(ord, float) else str(int(ord))
+    _check_square(f"linalg.cond(ord={name})", A)
+    return _cond_by_inverse(A, ord)
+
+
+def _cond_by_inverse(A, ord):
+    """norm(A) * norm(A^-1); a singular matrix's inverse counts as all inf, so its
+    condition number is inf (0 * inf, from a zero norm, too)."""
+    inverse, info = _F.linalg_inv_ex(A)
+    inverse = inverse.masked_fill((info > 0).unsqueeze(-1).unsqueeze(-1), math.inf)
+    r = matrix_norm(A, ord) * matrix_norm(inverse, ord)
+    return r.nan_to_num(math.inf, math.inf, -math.inf)
+
+
+# Higham (2005), "The scaling and squaring method for the matrix exponential revisited":
+# the [13/13] Pade approximant is accurate to double precision for 1-norms up to THETA_13.
+_PADE13 = (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800., 129060195264000.,
+           10559470521600., 670442572800., 33522128640., 1323241920., 40840800., 960960., 16380., 182., 1.)
+_THETA_13 = 5.371920351148152
+
+
+def matrix_exp(A):
+    _check_square("linalg.matrix_exp", A)
+    if not A.dtype.is_floating_point:
+        raise RuntimeError(f"linalg.matrix_exp: Expected a floating point or complex tensor as input. Got "
+                           f"{A.dtype._torch_name}")
+    if A.dtype.name not in ("float32", "float64"):
+        raise RuntimeError(f"linalg.matrix_exp: Low precision dtypes not supported. Got {A.dtype._torch_name}")
+    n = A.shape[-1]
+    if A.numel() == 0:
+        return A.clone(memory_format=_contiguous())
+    if n == 1:
+        return A.exp()
+    # each matrix is scaled by its own 2^-s (s from its 1-norm), then squared s times
+    norms = A.detach().abs().sum(-2).amax(-1).reshape(-1).tolist()
+    steps = [max(0, math.ceil(math.log2(v / _THETA_13))) if math.isfinite(v) and v > 0 else 0 for v in norms]
+    batch = tuple(A.shape[:-2])
+    s_max = max(steps)
+    X = A
+    if s_max:
+        scale = _tensor_like([2.0 ** -s for s in steps], A).reshape(batch + (1, 1))
+        X = A * scale
+    b = _PADE13
+    eye = _F.eye(n, dtype=A.dtype, device=A.device)
+    X2 = _F.matmul(X, X)
+    X4 = _F.matmul(X2, X2)
+    X6 = _F.matmul(X4, X2)
+    U = _F.matmul(X, _F.matmul(X6, b[13] * X6 + b[11] * X4 + b[9] * X2) + b[7] * X6 + b[5] * X4 + b[3] * X2
+                  + b[1] * eye)
+    V = _F.matmul(X6, b[12] * X6 + b[10] * X4 + b[8] * X2) + b[6] * X6 + b[4] * X4 + b[2] * X2 + b[0] * eye
+    R = _F.linalg_solve(V - U, V + U)
+    if s_max and all(s == s_max for s in steps):
+        for _ in range(s_max):
+            R = _F.matmul(R, R)
+    elif s_max:
+        s_t = _tensor_like(steps, A).reshape(batch + (1, 1))
+        for i in range(s_max):
+            R = _F.where(s_t > i, _F.matmul(R, R), R)
+    return R
+
+
+def _tensor_like(vals, like):
+    import pytorchlite
+    return pytorchlite.tensor(vals, dtype=like.dtype, device=like.device)
+
+
 __all__ = ["einsum", "tensordot", "kron", "trace", "vector_norm", "matrix_norm", "norm", "linalg_cross", "cross",
-           "dist", "cdist"]
+           "dist", "cdist", "matrix_rank", "multi_dot", "matrix_power", "vecdot", "cond", "matrix_exp"]
 

@@ -43,7 +43,9 @@ linalg_svd = _structseq("linalg_svd", ("U", "S", "Vh"))
 _linalg_eigh = _structseq("_linalg_eigh", ("eigenvalues", "eigenvectors"))
 linalg_eigh = _structseq("linalg_eigh", ("eigenvalues", "eigenvectors"))
 linalg_lstsq = _structseq("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+linalg_inv_ex = _structseq("linalg_inv_ex", ("inverse", "info"))
+linalg_cholesky_ex = _structseq("linalg_cholesky_ex", ("L", "info"))
 _LINALG = ["slogdet", "linalg_slogdet", "linalg_qr", "_linalg_svd", "linalg_svd", "_linalg_eigh", "linalg_eigh",
-           "linalg_lstsq"]
+           "linalg_lstsq", "linalg_inv_ex", "linalg_cholesky_ex"]
 
 __all__ = ["max", "min", "aminmax"] + _SORTING

@@ -401,3 +401,346 @@ def test_out_forms():
     close(o, np.linalg.norm(a), 1e-12)
     with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
         P.linalg.inv(P.eye(2, requires_grad=True), out=P.empty(2, 2))
+
+
+# --- pinv, matrix_rank, multi_dot, matrix_power, solve_triangular, _ex, vecdot, cond, matrix_exp
+
+def _ref(x):
+    """The float64 NumPy array of a pytorchlite tensor (for the NumPy oracle)."""
+    return np.asarray(x.numpy(), dtype=np.float64)
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (2, 4, 4), (2, 1, 3, 2)])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_pinv(dtype, tol, shape, layout):
+    a = RNG.standard_normal(shape)
+    x = mk(a, dtype, layout)
+    got = P.linalg.pinv(x)
+    close(got, np.linalg.pinv(a), tol * 10)
+    assert got.dtype == x.dtype and got.shape == torch.linalg.pinv(tt(x)).shape
+    close(P.pinverse(x), torch.pinverse(tt(x)), tol * 10)
+    close(x.pinverse(), np.linalg.pinv(a), tol * 10)
+    # tolerances: a matrix with known singular values
+    u, _ = np.linalg.qr(RNG.standard_normal((4, 4)))
+    d = u @ np.diag([4.0, 1.0, 0.3, 0.0]) @ u.T
+    xd = mk(d, dtype, layout)
+    for kw in ({}, {"atol": 0.5}, {"rtol": 0.1}, {"atol": 0.2, "rtol": 0.2}, {"atol": 0.0}):
+        close(P.linalg.pinv(xd, **kw), torch.linalg.pinv(tt(xd), **kw), tol * 1e3)
+        close(P.linalg.pinv(xd, hermitian=True, **kw), torch.linalg.pinv(tt(xd), hermitian=True, **kw), tol * 1e3)
+    close(P.linalg.pinv(xd, 0.1), torch.linalg.pinv(tt(xd), 0.1), tol * 1e3)      # the deprecated rcond
+    close(P.linalg.pinv(xd, rcond=0.1), torch.linalg.pinv(tt(xd), rcond=0.1), tol * 1e3)
+
+
+def test_pinv_tensor_tolerances_and_empty():
+    u, _ = np.linalg.qr(RNG.standard_normal((3, 3)))
+    d = np.stack([u @ np.diag([2.0, 1.0, 0.1]) @ u.T] * 2)
+    atol = np.array([0.5, 0.05])
+    got = P.linalg.pinv(mk(d), atol=P.tensor(atol))
+    close(got, torch.linalg.pinv(torch.tensor(d), atol=torch.tensor(atol)), 1e-10)
+    assert P.linalg.matrix_rank(mk(d), atol=P.tensor(atol)).tolist() == [2, 3]
+    assert P.linalg.pinv(P.ones(2, 0, 3)).shape == (2, 3, 0)
+    assert P.linalg.pinv(P.ones(0, 3)).shape == (3, 0)
+    o = P.empty(0)
+    assert P.linalg.pinv(P.eye(2) * 2, out=o) is o and o.tolist() == [[0.5, 0.0], [0.0, 0.5]]
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_matrix_rank(dtype, tol):
+    a = RNG.standard_normal((3, 5, 2)) @ RNG.standard_normal((3, 2, 4))     # rank 2
+    a[1, :, 0] = 0
+    for layout in LAYOUTS:
+        x = mk(a, dtype, layout)
+        r = P.linalg.matrix_rank(x)
+        assert r.dtype == P.int64 and r.tolist() == np.linalg.matrix_rank(a).tolist()
+    s = a[..., :4, :] @ np.swapaxes(a[..., :4, :], -1, -2)
+    assert P.linalg.matrix_rank(mk(s, dtype), hermitian=True).tolist() == \
+        torch.linalg.matrix_rank(torch.tensor(s), hermitian=True).tolist()
+    e = mk(np.diag([1.0, 0.5, 0.1]), dtype)
+    for args, kw in (((), {"atol": 0.2}), ((), {"rtol": 0.3}), ((0.2,), {}), ((), {"atol": 0.2, "rtol": 0.9})):
+        assert P.linalg.matrix_rank(e, *args, **kw).item() == torch.linalg.matrix_rank(tt(e), *args, **kw).item()
+    assert P.linalg.matrix_rank(P.ones(2, 0, 3)).tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_multi_dot(dtype, tol):
+    for shapes in ([(3, 4), (4, 5)], [(4,), (4, 5)], [(3, 4), (4,)], [(4,), (4,)], [(2, 30), (30, 3), (3, 40)],
+                   [(40, 3), (3, 30), (30, 2)], [(5,), (5, 2), (2, 7), (7, 3), (3, 4), (4,)],
+                   [(10, 30), (30, 5), (5, 60), (60, 2), (2, 8)]):
+        arrs = [RNG.standard_normal(s) for s in shapes]
+        xs = [mk(a, dtype, "t" if a.ndim == 2 and i % 2 else "c") for i, a in enumerate(arrs)]
+        got = P.linalg.multi_dot(xs)
+        close(got, np.linalg.multi_dot(arrs), tol * 10)
+        assert got.shape == torch.linalg.multi_dot([tt(x) for x in xs]).shape and got.dtype == xs[0].dtype
+    assert P.linalg.multi_dot((P.ones(0, 3), P.ones(3, 2), P.ones(2))).shape == (0,)
+    ints = [P.arange(6).reshape(2, 3), P.arange(6).reshape(3, 2), P.arange(2)]
+    assert P.linalg.multi_dot(ints).tolist() == torch.linalg.multi_dot([tt(i) for i in ints]).tolist()
+
+
+def test_multi_dot_order_is_the_cheapest():
+    """(10x100)(100x5)(5x50): (AB)C costs 7500 multiplications, A(BC) 75000; reversed and
+    transposed, A(BC) is the cheap one. The order shows in the graph: which operand of the
+    last product is itself a product."""
+    a, b, c = (P.randn(10, 100, requires_grad=True), P.randn(100, 5, requires_grad=True),
+               P.randn(5, 50, requires_grad=True))
+
+    def last_product_operands(r):
+        mm = r.grad_fn
+        while type(mm).__name__ != "MmBackward0":
+            mm = mm.next_functions[0][0]
+        return [type(n).__name__ for n, _ in mm.next_functions]
+    assert last_product_operands(P.linalg.multi_dot([a, b, c]))[0] == "MmBackward0"
+    assert last_product_operands(P.linalg.multi_dot([c.mT, b.mT, a.mT]))[1] == "MmBackward0"
+    chain = [P.randn(*s, requires_grad=True) for s in [(2, 30), (30, 40), (40, 3), (3, 50)]]
+    # optimal: (A (B C)) D, as NumPy's multi_dot chooses
+    ops = last_product_operands(P.linalg.multi_dot(chain))
+    assert ops == ["MmBackward0", "AccumulateGrad"]
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 6, 13, -1, -2, -5])
+def test_matrix_power(dtype, tol, n):
+    a = RNG.standard_normal((2, 3, 3)) / 2 + np.eye(3)
+    for layout in LAYOUTS:
+        got = P.linalg.matrix_power(mk(a, dtype, layout), n)
+        close(got, np.linalg.matrix_power(a, n), tol * 100)
+        assert got.dtype == getattr(P, dtype) and got.shape == (2, 3, 3)
+    close(mk(a, dtype).matrix_power(n), np.linalg.matrix_power(a, n), tol * 100)
+    close(P.matrix_power(mk(a[0], dtype), n), np.linalg.matrix_power(a[0], n), tol * 100)
+
+
+def test_matrix_power_integers_and_zero_power_gradient():
+    m = P.tensor([[1, 1], [1, 0]])
+    assert P.linalg.matrix_power(m, 10).tolist() == [[89, 55], [55, 34]]
+    assert P.linalg.matrix_power(m, 0).tolist() == [[1, 0], [0, 1]] and P.linalg.matrix_power(m, 0).dtype == P.int64
+    x = P.randn(3, 3, dtype=P.float64, requires_grad=True)
+    P.linalg.matrix_power(x, 0).sum().backward()       # in the graph, with a zero gradient (as PyTorch)
+    assert x.grad.tolist() == [[0.0] * 3] * 3
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [False, True])
+def test_solve_triangular(dtype, tol, upper, left, unit):
+    tri = np.triu if upper else np.tril
+    a = RNG.standard_normal((2, 4, 4)) + 4 * np.eye(4)     # the other triangle must be ignored
+    a_tri = tri(a)
+    if unit:
+        a_tri = a_tri * (1 - np.eye(4)) + np.eye(4)        # the diagonal is taken as ones
+    b = RNG.standard_normal((2, 4, 3) if left else (2, 3, 4))
+    want = np.linalg.solve(a_tri, b) if left else np.swapaxes(np.linalg.solve(np.swapaxes(a_tri, -1, -2),
+                                                                                np.swapaxes(b, -1, -2)), -1, -2)
+    for la in LAYOUTS:
+        x = P.linalg.solve_triangular(mk(a, dtype, la), mk(b, dtype, la), upper=upper, left=left, unitriangular=unit)
+        close(x, want, tol)
+        t = torch.linalg.solve_triangular(tt(mk(a, dtype)), tt(mk(b, dtype)), upper=upper, left=left,
+                                          unitriangular=unit)
+        assert x.stride() == t.stride() and x.dtype == mk(a, dtype).dtype
+
+
+def test_solve_triangular_broadcast_cast_and_empty():
+    a = np.triu(RNG.standard_normal((2, 1, 3, 3))) + 3 * np.eye(3)
+    b = RNG.standard_normal((4, 3, 2))
+    got = P.linalg.solve_triangular(mk(a, "float32"), mk(b), upper=True)       # B is cast to A's dtype
+    want = torch.linalg.solve_triangular(torch.tensor(a, dtype=torch.float32), torch.tensor(b), upper=True)
+    assert got.dtype == P.float32 and got.shape == (2, 4, 3, 2) and got.stride() == want.stride()
+    close(got, want, 1e-4)
+    assert P.linalg.solve_triangular(P.eye(3).expand(0, 3, 3), P.ones(3, 2), upper=True).shape == (0, 3, 2)
+    assert P.linalg.solve_triangular(P.eye(3), P.ones(3, 0), upper=False).shape == (3, 0)
+    sing = P.linalg.solve_triangular(P.zeros(2, 2), P.ones(2, 1), upper=True)   # no error: inf/nan, like PyTorch
+    assert not np.isfinite(sing.numpy()).any()
+    o = P.empty(0)
+    assert P.linalg.solve_triangular(P.eye(2) * 2, P.ones(2, 1), upper=True, out=o) is o and o.tolist() == [[0.5]] * 2
+
+
+def test_solve_triangular_gradient_matches_torch():
+    a = np.triu(RNG.standard_normal((3, 3))) + 3 * np.eye(3)
+    b = RNG.standard_normal((2, 3, 2))
+    x, y = P.tensor(a, requires_grad=True), P.tensor(b, requires_grad=True)
+    tx, ty = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    (P.linalg.solve_triangular(x, y, upper=True, unitriangular=True) ** 2).sum().backward()
+    (torch.linalg.solve_triangular(tx, ty, upper=True, unitriangular=True) ** 2).sum().backward()
+    close(x.grad, tx.grad, 1e-12)
+    close(y.grad, ty.grad, 1e-12)
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_inv_ex_cholesky_ex(dtype, tol):
+    a = well((2, 3, 3))
+    for la in LAYOUTS:
+        r = P.linalg.inv_ex(mk(a, dtype, la))
+        close(r.inverse, np.linalg.inv(a), tol)
+        assert r.info.dtype == P.int32 and r.info.tolist() == [0, 0]
+        s = spd((2, 3, 3))
+        c = P.linalg.cholesky_ex(mk(s, dtype, la))
+        close(c.L, np.linalg.cholesky(s), tol)
+        close(P.linalg.cholesky_ex(mk(s, dtype, la), upper=True).L, np.swapaxes(np.linalg.cholesky(s), -1, -2), tol)
+        assert c.info.dtype == P.int32 and c.info.tolist() == [0, 0]
+        assert c.L.stride() == torch.linalg.cholesky_ex(torch.tensor(s)).L.stride()
+    sing = np.stack([np.eye(2), np.zeros((2, 2)), [[1.0, 2.0], [2.0, 4.0]]])
+    r, t = P.linalg.inv_ex(mk(sing, dtype)), torch.linalg.inv_ex(tt(mk(sing, dtype)))
+    assert r.info.tolist() == t.info.tolist() == [0, 1, 2]
+    close(r.inverse[0], np.eye(2), tol)
+    notpd = np.stack([np.eye(3), [[1.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]], -np.eye(3)])
+    for upper in (False, True):
+        r, t = P.linalg.cholesky_ex(mk(notpd, dtype), upper=upper), torch.linalg.cholesky_ex(tt(mk(notpd, dtype)),
+                                                                                            upper=upper)
+        assert r.info.tolist() == t.info.tolist() == [0, 2, 1]
+        close(r.L[:2], t.L[:2], tol)       # the partial factor, zeros in the other triangle
+    e = P.linalg.inv_ex(P.ones(2, 0, 0))
+    assert e.inverse.shape == (2, 0, 0) and e.info.tolist() == [0, 0]
+    assert P.linalg.cholesky_ex(P.ones(0, 2, 2)).info.shape == (0,)
+    assert P.linalg.inv_ex(P.eye(2)).info.shape == ()
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_vecdot(dtype, tol):
+    x, y = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((3, 4))
+    for la in LAYOUTS:
+        close(P.linalg.vecdot(mk(x, dtype, la), mk(y, dtype, la)), np.sum(x * y, -1), tol)
+        close(P.linalg.vecdot(mk(x, dtype, la), mk(y, dtype, la), dim=1), np.sum(x * y, 1), tol)
+    assert P.linalg.vecdot(P.ones(3), P.ones(3)).shape == ()
+    assert P.linalg.vecdot(P.ones(2, 0), P.ones(2, 0)).tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+@pytest.mark.parametrize("p", [None, 2, -2, 1, -1, float("inf"), -float("inf"), "fro", "nuc"])
+def test_cond(dtype, tol, p):
+    a = RNG.standard_normal((2, 3, 3))
+    for la in LAYOUTS:
+        x = mk(a, dtype, la)
+        got = P.linalg.cond(x, p)
+        close(got, np.linalg.cond(a, p), tol * 1e3)
+        assert got.dtype == x.dtype and got.shape == (2,)
+    sing = P.tensor([[[1.0, 2.0], [2.0, 4.0]], [[1.0, 0.0], [0.0, 2.0]]], dtype=getattr(P, dtype))
+    if p in (1, -1, float("inf"), -float("inf"), "fro"):
+        assert P.linalg.cond(sing, p).tolist()[0] == float("inf")     # singular: inf, as PyTorch
+    if p != "nuc":   # 'nuc' inverts directly, as PyTorch's: an exactly singular matrix raises
+        close(P.linalg.cond(sing, p)[1], torch.linalg.cond(tt(sing), p)[1], tol)
+    close(P.linalg.cond(sing[1], p), torch.linalg.cond(tt(sing[1]), p), tol)
+    assert P.linalg.cond(P.ones(2, 0, 0), p).tolist() == [0.0, 0.0]
+    if p in (None, 2, -2):
+        close(P.linalg.cond(mk(a[:, :2], dtype), p), torch.linalg.cond(torch.tensor(a[:, :2]), p), tol * 1e3)
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_matrix_exp(dtype, tol):
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    a = RNG.standard_normal((4, 4, 4))
+    a *= np.array([1e-3, 0.5, 3.0, 20.0])[:, None, None]      # inside and far outside the Pade range
+    want = np.stack([scipy_linalg.expm(m) for m in a])
+    for la in LAYOUTS:
+        got = P.linalg.matrix_exp(mk(a, dtype, la))
+        assert got.dtype == getattr(P, dtype) and got.shape == (4, 4, 4)
+        np.testing.assert_allclose(_ref(got), want, rtol=tol * 1e3, atol=tol * 1e3 * np.abs(want).max())
+    close(P.linalg.matrix_exp(mk(a[1], dtype)), torch.linalg.matrix_exp(torch.tensor(a[1])), tol * 10)
+    close(P.matrix_exp(mk(a[1], dtype)), want[1], tol * 10)
+    close(mk(a[1], dtype).matrix_exp(), want[1], tol * 10)
+    nil = P.tensor([[0.0, 1.0, 2.0], [0.0, 0.0, 3.0], [0.0, 0.0, 0.0]])
+    close(P.linalg.matrix_exp(nil), [[1.0, 1.0, 3.5], [0.0, 1.0, 3.0], [0.0, 0.0, 1.0]], 1e-6)
+    assert P.linalg.matrix_exp(P.ones(2, 0, 0)).shape == (2, 0, 0)
+    close(P.linalg.matrix_exp(P.ones(2, 1, 1)), np.full((2, 1, 1), np.e), 1e-6)
+
+
+NEW_ERRORS = [
+    ("pinv int", lambda L, T: L.linalg.pinv(T.ones(3, 3, dtype=T.int64))),
+    ("pinv 1d", lambda L, T: L.linalg.pinv(T.ones(3))),
+    ("pinv 0d", lambda L, T: L.linalg.pinv(T.ones(()))),
+    ("pinv half", lambda L, T: L.linalg.pinv(T.ones(2, 2, dtype=T.float16))),
+    ("pinv hermitian nonsquare", lambda L, T: L.linalg.pinv(T.ones(2, 3), hermitian=True)),
+    ("pinverse 1d", lambda L, T: L.pinverse(T.ones(3))),
+    ("matrix_rank 1d", lambda L, T: L.linalg.matrix_rank(T.ones(3))),
+    ("matrix_rank int", lambda L, T: L.linalg.matrix_rank(T.ones(3, 3, dtype=T.int64))),
+    ("matrix_rank hermitian nonsquare", lambda L, T: L.linalg.matrix_rank(T.ones(2, 3), hermitian=True)),
+    ("multi_dot one", lambda L, T: L.linalg.multi_dot([T.ones(2, 2)])),
+    ("multi_dot none", lambda L, T: L.linalg.multi_dot([])),
+    ("multi_dot first 3d", lambda L, T: L.linalg.multi_dot([T.ones(2, 3, 3), T.ones(3, 3)])),
+    ("multi_dot first 0d", lambda L, T: L.linalg.multi_dot([T.ones(()), T.ones(3, 3)])),
+    ("multi_dot last 3d", lambda L, T: L.linalg.multi_dot([T.ones(3, 3), T.ones(2, 3, 3)])),
+    ("multi_dot middle 1d", lambda L, T: L.linalg.multi_dot([T.ones(3, 3), T.ones(3), T.ones(3, 3)])),
+    ("multi_dot dtypes", lambda L, T: L.linalg.multi_dot([T.ones(3, 3), T.ones(3, 3, dtype=T.float64)])),
+    ("multi_dot int dtypes", lambda L, T: L.linalg.multi_dot([T.ones(2, 2, dtype=T.int64),
+                                                              T.ones(2, 2, dtype=T.int32)])),
+    ("multi_dot shapes", lambda L, T: L.linalg.multi_dot([T.ones(3, 4), T.ones(3, 4)])),
+    ("multi_dot shapes 1d", lambda L, T: L.linalg.multi_dot([T.ones(3), T.ones(3, 2), T.ones(4)])),
+    ("matrix_power 1d", lambda L, T: L.linalg.matrix_power(T.ones(3), 2)),
+    ("matrix_power nonsquare", lambda L, T: L.linalg.matrix_power(T.ones(3, 4), 2)),
+    ("matrix_power int negative", lambda L, T: L.linalg.matrix_power(T.ones(3, 3, dtype=T.int64), -1)),
+    ("matrix_power singular", lambda L, T: L.linalg.matrix_power(T.zeros(3, 3), -2)),
+    ("matrix_power float n", lambda L, T: L.linalg.matrix_power(T.ones(3, 3), 2.0)),
+    ("solve_triangular 1d B", lambda L, T: L.linalg.solve_triangular(T.eye(3), T.ones(3), upper=True)),
+    ("solve_triangular 1d A", lambda L, T: L.linalg.solve_triangular(T.ones(3), T.ones(3, 1), upper=True)),
+    ("solve_triangular nonsquare", lambda L, T: L.linalg.solve_triangular(T.ones(3, 4), T.ones(3, 1), upper=True)),
+    ("solve_triangular shapes", lambda L, T: L.linalg.solve_triangular(T.eye(3), T.ones(4, 2), upper=True)),
+    ("solve_triangular shapes right", lambda L, T: L.linalg.solve_triangular(T.eye(3), T.ones(4, 2), upper=True,
+                                                                             left=False)),
+    ("solve_triangular int", lambda L, T: L.linalg.solve_triangular(T.ones(3, 3, dtype=T.int64), T.ones(3, 1),
+                                                                    upper=True)),
+    ("solve_triangular half", lambda L, T: L.linalg.solve_triangular(T.ones(3, 3, dtype=T.float16), T.ones(3, 1),
+                                                                     upper=True)),
+    ("solve_triangular batch", lambda L, T: L.linalg.solve_triangular(T.ones(2, 3, 3), T.ones(3, 3, 2), upper=True)),
+    ("inv_ex singular checked", lambda L, T: L.linalg.inv_ex(T.tensor([[[1., 0.], [0., 1.]], [[0., 0.], [0., 0.]]]),
+                                                             check_errors=True)),
+    ("inv_ex int", lambda L, T: L.linalg.inv_ex(T.ones(3, 3, dtype=T.int64))),
+    ("inv_ex nonsquare", lambda L, T: L.linalg.inv_ex(T.ones(3, 4))),
+    ("inv_ex half", lambda L, T: L.linalg.inv_ex(T.ones(2, 2, dtype=T.float16))),
+    ("cholesky_ex checked", lambda L, T: L.linalg.cholesky_ex(T.tensor([[1., 2.], [2., 1.]]), check_errors=True)),
+    ("cholesky_ex checked batched", lambda L, T: L.linalg.cholesky_ex(
+        T.stack([T.eye(2), T.tensor([[1., 2.], [2., 1.]])]), check_errors=True)),
+    ("cholesky_ex int", lambda L, T: L.linalg.cholesky_ex(T.ones(3, 3, dtype=T.int64))),
+    ("cholesky_ex half", lambda L, T: L.linalg.cholesky_ex(T.ones(3, 3, dtype=T.float16))),
+    ("cholesky_ex nonsquare", lambda L, T: L.linalg.cholesky_ex(T.ones(3, 4))),
+    ("vecdot int", lambda L, T: L.linalg.vecdot(T.ones(3, dtype=T.int64), T.ones(3, dtype=T.int64))),
+    ("vecdot dtypes", lambda L, T: L.linalg.vecdot(T.ones(3), T.ones(3, dtype=T.float64))),
+    ("vecdot dim", lambda L, T: L.linalg.vecdot(T.ones(2, 3), T.ones(2, 3), dim=2)),
+    ("vecdot sizes", lambda L, T: L.linalg.vecdot(T.ones(2, 3), T.ones(2, 4))),
+    ("cond 1d", lambda L, T: L.linalg.cond(T.ones(3))),
+    ("cond 1d fro", lambda L, T: L.linalg.cond(T.ones(3), "fro")),
+    ("cond ord", lambda L, T: L.linalg.cond(T.ones(3, 3), 3)),
+    ("cond ord str", lambda L, T: L.linalg.cond(T.eye(3), "foo")),
+    ("cond nonsquare 1", lambda L, T: L.linalg.cond(T.ones(3, 4), 1)),
+    ("cond nonsquare 1.0", lambda L, T: L.linalg.cond(T.ones(3, 4), 1.0)),
+    ("cond nonsquare inf", lambda L, T: L.linalg.cond(T.ones(3, 4), float("inf"))),
+    ("cond nonsquare nuc", lambda L, T: L.linalg.cond(T.ones(3, 4), "nuc")),
+    ("cond int", lambda L, T: L.linalg.cond(T.ones(3, 3, dtype=T.int64))),
+    ("cond int 1", lambda L, T: L.linalg.cond(T.ones(3, 3, dtype=T.int64), 1)),
+    ("cond half", lambda L, T: L.linalg.cond(T.ones(3, 3, dtype=T.float16))),
+    ("matrix_exp 1d", lambda L, T: L.linalg.matrix_exp(T.ones(3))),
+    ("matrix_exp nonsquare", lambda L, T: L.linalg.matrix_exp(T.ones(3, 4))),
+    ("matrix_exp int", lambda L, T: L.linalg.matrix_exp(T.ones(3, 3, dtype=T.int64))),
+    # fuzz-found: bool trace, vector_norm's dtype= and empty-dimension checks (in PyTorch's order)
+    ("trace bool", lambda L, T: L.trace(T.ones(2, 2, dtype=T.bool))),
+    ("trace bool 3d", lambda L, T: L.trace(T.ones(2, 2, 2, dtype=T.bool))),
+    ("vector_norm narrowing dtype", lambda L, T: L.linalg.vector_norm(T.ones(3, dtype=T.float64), dtype=T.float32)),
+    ("vector_norm half dtype", lambda L, T: L.linalg.vector_norm(T.ones(3), dtype=T.float16)),
+    ("vector_norm int dtype", lambda L, T: L.linalg.vector_norm(T.ones(3), dtype=T.int64)),
+    ("vector_norm empty before dtype", lambda L, T: L.linalg.vector_norm(T.ones(0), float("inf"), dtype=T.float16)),
+    ("vector_norm empty dim", lambda L, T: L.linalg.vector_norm(T.ones(2, 0), -1, dim=(0, -1))),
+    ("vector_norm dim range first", lambda L, T: L.linalg.vector_norm(T.ones(0), float("inf"), dim=(1, 0))),
+]
+
+
+@pytest.mark.parametrize("name,call", NEW_ERRORS, ids=[e[0] for e in NEW_ERRORS])
+def test_new_errors(name, call):
+    _same_error(lambda: call(P, P), lambda: call(torch, torch))
+
+
+def test_vector_norm_of_0d_along_dim():
+    for ord in (float("inf"), -float("inf"), 2, 0):
+        for dim in (0, -1):
+            assert P.linalg.vector_norm(P.tensor(-3.0), ord, dim).item() == \
+                torch.linalg.vector_norm(torch.tensor(-3.0), ord, dim).item()
+
+
+def test_solve_triangular_upper_is_required():
+    with pytest.raises(TypeError, match="upper"):
+        P.linalg.solve_triangular(P.eye(3), P.ones(3, 1))
+
+
+def test_torch_level_aliases():
+    for name in ("pinverse", "matrix_power", "matrix_exp"):
+        assert callable(getattr(P, name)) and callable(getattr(P.Tensor, name)), name
+    for name in ("pinv", "matrix_rank", "multi_dot", "matrix_power", "solve_triangular", "inv_ex", "cholesky_ex",
+                 "vecdot", "cond", "matrix_exp"):
+        assert callable(getattr(P.linalg, name)), name

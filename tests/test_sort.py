@@ -298,6 +298,22 @@ def test_median_empty_and_errors():
     same(ptl.tensor(4.).median(0).indices, torch.tensor(4.).median(0).indices)
 
 
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+def test_median_of_bool_is_not_implemented(op):
+    """PyTorch's median kernels have no bool instance; an empty bool tensor still gives NaN
+    cast to bool (True), and dim errors come first."""
+    b = ptl.tensor([[True, False], [True, True]])
+    with pytest.raises(NotImplementedError, match="\"median_cpu\" not implemented for 'Bool'"):
+        getattr(b, op)()
+    with pytest.raises(NotImplementedError, match="\"median_out\" not implemented for 'Bool'"):
+        getattr(b, op)(0)
+    with pytest.raises(NotImplementedError, match="\"median_out\" not implemented for 'Bool'"):
+        getattr(ptl.ones((), dtype=ptl.bool), op)(0, keepdim=True)
+    with pytest.raises(IndexError, match="Expected reduction dim 1 to have non-zero size"):
+        getattr(ptl.ones(3, 0, dtype=ptl.bool), op)(1)
+    assert getattr(ptl.ones(0, dtype=ptl.bool), op)().item() is getattr(torch.ones(0, dtype=torch.bool), op)().item()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_mode_matches_torch(dtype):
     for label, p, t in layouts(dtype, (4, 30)):

@@ -1,5 +1,6 @@
 """Kernel entries for the LAPACK-backed linear algebra of `pytorchlite.linalg`: inv, det,
-slogdet, solve, cholesky, qr, svd, eigh, lstsq (step 4 of a call, see DESIGN.md).
+slogdet, solve, cholesky, qr, svd, eigh, lstsq, solve_triangular (BLAS trsm), the _ex forms
+of inv and cholesky, and pinv (step 4 of a call, see DESIGN.md).
 
 Each entry checks its input the way PyTorch does, in PyTorch's order and words, then copies
 the matrices into one buffer of column-major matrices (LAPACK's layout: the contiguous
@@ -106,7 +107,17 @@ def _singular(info):
 
 # --- inverse, determinants, solve ----------------------------------------------------------
 
-def linalg_inv(A):
+def _info_tensor(info, nb, batch, device):
+    """The LAPACK infos of a batch as an int32 tensor of the batch's shape (the `info` of
+    the _ex functions)."""
+    import numpy as np
+    from pytorchlite import tensor
+    vals = np.frombuffer(ffi.buffer(info, 4 * nb), dtype=np.int32) if nb else np.zeros(0, np.int32)
+    return tensor(vals.reshape(batch).copy(), dtype=D.int32, device=device)
+
+
+def _inv(A):
+    """(inverse, infos, batch size): the infos are not checked here."""
     op = "linalg.inv"
     _check_matrix(op, A)
     _check_float(op, A)
@@ -114,18 +125,30 @@ def linalg_inv(A):
     n = A._shape[-1]
     batch = A._shape[:-2]
     nb = _prod(batch)
+    info = _infos(nb)
     if nb == 0 or n == 0:
-        return _colmajor(batch, n, n, A._dtype, A._device)[1]
+        return _colmajor(batch, n, n, A._dtype, A._device)[1], info, nb
     a = _fmat(A)
     x, xv = _colmajor(batch, n, n, A._dtype, A._device)
     # X = A^{-1} I: the identity, written through the column-major view (symmetric anyway)
     _fill_all(x, 0.0)
     _fill_all(_diag_view(x), 1.0)
     ipiv = ffi.new("int32_t[]", nb * n)
-    info = _infos(nb)
     check(lib.ptl_lapack_solve(A._dtype.code, nb, n, n, _ptr(a), _ptr(x), ipiv, info), op)
-    _raise_first(op, info, nb, len(batch) > 0, _singular)
-    return xv
+    return xv, info, nb
+
+
+def linalg_inv(A):
+    x, info, nb = _inv(A)
+    _raise_first("linalg.inv", info, nb, len(A._shape) > 2, _singular)
+    return x
+
+
+def linalg_inv_ex(A, check_errors=False):
+    x, info, nb = _inv(A)
+    if check_errors:
+        _raise_first("linalg.inv_ex", info, nb, len(A._shape) > 2, _singular)
+    return return_types.linalg_inv_ex(x, _info_tensor(info, nb, A._shape[:-2], A._device))
 
 
 def _fill_desc(t):
@@ -220,7 +243,8 @@ def linalg_solve(A, B, left=True):
 
 # --- factorizations ------------------------------------------------------------------------
 
-def linalg_cholesky(A, upper=False):
+def _cholesky(A, upper):
+    """(factor, infos, batch size): the infos are not checked here."""
     op = "linalg.cholesky"
     _check_matrix(op, A)
     _check_float(op, A, "cholesky_cpu")
@@ -228,15 +252,101 @@ def linalg_cholesky(A, upper=False):
     n = A._shape[-1]
     batch = A._shape[:-2]
     nb = _prod(batch)
-    if nb == 0 or n == 0:
-        return _colmajor(batch, n, n, A._dtype, A._device)[1]
-    a = _fmat(A)
     info = _infos(nb)
+    if nb == 0 or n == 0:
+        return _colmajor(batch, n, n, A._dtype, A._device)[1], info, nb
+    a = _fmat(A)
     check(lib.ptl_lapack_cholesky(A._dtype.code, nb, n, _ptr(a), 1 if upper else 0, info), op)
-    _raise_first(op, info, nb, len(batch) > 0, lambda i: (
-        "The factorization could not be completed because the input is not positive-definite "
-        f"(the leading minor of order {i} is not positive-definite)."))
-    return _transpose_last(a)
+    return _transpose_last(a), info, nb
+
+
+def _not_pd(i):
+    return ("The factorization could not be completed because the input is not positive-definite "
+            f"(the leading minor of order {i} is not positive-definite).")
+
+
+def linalg_cholesky(A, upper=False):
+    L, info, nb = _cholesky(A, upper)
+    _raise_first("linalg.cholesky", info, nb, len(A._shape) > 2, _not_pd)
+    return L
+
+
+def linalg_cholesky_ex(A, upper=False, check_errors=False):
+    L, info, nb = _cholesky(A, upper)
+    if check_errors:
+        _raise_first("linalg.cholesky_ex", info, nb, len(A._shape) > 2, _not_pd)
+    return return_types.linalg_cholesky_ex(L, _info_tensor(info, nb, A._shape[:-2], A._device))
+
+
+def linalg_solve_triangular(A, B, upper, left=True, unitriangular=False):
+    """BLAS trsm on column-major copies; X comes back column-major, as PyTorch's does."""
+    op = "linalg.solve_triangular"
+    _check_matrix(op, A)
+    if len(B._shape) < 2:
+        raise RuntimeError(f"{op}: The input tensor B must have at least 2 dimensions.")
+    if (A._shape[-2] != B._shape[-2]) if left else (A._shape[-1] != B._shape[-1]):
+        raise RuntimeError(f"{op}: Incompatible shapes of A and B for the equation {'AX = B' if left else 'XA = B'} "
+                           f"({A._shape[-2]}x{A._shape[-1]} and {B._shape[-2]}x{B._shape[-1]})")
+    batch = tuple(_infer_size(B._shape[:-2], A._shape[:-2]))
+    if A._dtype not in (D.float32, D.float64):
+        raise NotImplementedError(f"\"triangular_solve_cpu\" not implemented for '{A._dtype._torch_name}'")
+    _cpu(op, A, B)
+    m, n = B._shape[-2:]
+    k = A._shape[-1]
+    nb = _prod(batch)
+    xbuf, xv = _colmajor(batch, m, n, A._dtype, A._device)   # B is cast to A's dtype, as in PyTorch
+    if nb and m and n:
+        a = _fmat(A, batch + (k, k))
+        copy_into(xv, B)
+        check(lib.ptl_lapack_trsm(A._dtype.code, nb, m, n, _ptr(a), _ptr(xbuf), 1 if left else 0,
+                                  1 if upper else 0, 1 if unitriangular else 0), op)
+    return xv
+
+
+# --- pseudo-inverse ----------------------------------------------------------------------
+
+def atol_rtol(A, atol, rtol):
+    """PyTorch's get_atol_rtol: float64 tensors (atol, rtol); rtol defaults to
+    eps * max(m, n), or to 0 where a positive atol is given."""
+    from pytorchlite import Tensor, tensor
+    from pytorchlite.generated import functions as F
+
+    def as_tensor(v):
+        if isinstance(v, Tensor):
+            return v if v._dtype.is_floating_point else v.to(D.float64)
+        return tensor(float(v), dtype=D.float64, device=A._device)
+    a = as_tensor(atol) if atol is not None else tensor(0.0, dtype=D.float64, device=A._device)
+    if rtol is not None:
+        return a, as_tensor(rtol)
+    default = D.finfo(A._dtype).eps * max(A._shape[-1], A._shape[-2])
+    if atol is None:
+        return a, tensor(default, dtype=D.float64, device=A._device)
+    return a, F.where(a > 0, 0.0, default)
+
+
+def linalg_pinv(A, atol=None, rtol=None, hermitian=False):
+    """PyTorch's linalg_pinv: V diag(1/s) U^T over the singular values above the tolerance
+    (U diag(1/l) U^T over the eigenvalues with hermitian=True)."""
+    from pytorchlite.generated import functions as F
+    if len(A._shape) < 2 or A._dtype not in (D.float32, D.float64):
+        raise RuntimeError(f"linalg.pinv({A._dtype._torch_name}{{{list(A._shape)}}}): expected a tensor with 2 or more "
+                           "dimensions of float, double, cfloat or cdouble types")
+    _cpu("linalg.pinv", A)
+    atol, rtol = atol_rtol(A, atol, rtol)
+    m, n = A._shape[-2:]
+    if m == 0 or n == 0 or _prod(A._shape) == 0:
+        return F.zeros(A._shape[:-2] + (n, m), dtype=A._dtype, device=A._device)
+    if not hermitian:
+        U, S, Vh = _linalg_svd(A, False, True)
+        largest = S.narrow(-1, 0, 1)              # singular values come in descending order
+        tol = F.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * largest)
+        s_inv = F.where(S > tol, S.reciprocal(), 0.0).to(A._dtype)
+        return F.matmul(_transpose_last(Vh) * s_inv.unsqueeze(-2), _transpose_last(U))
+    L, V = _linalg_eigh(A, "L", True)
+    L_abs = L.abs()
+    tol = F.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * L_abs.amax(-1, True))
+    l_inv = F.where(L_abs > tol, L.reciprocal(), 0.0).to(A._dtype)
+    return F.matmul(V * l_inv.unsqueeze(-2), _transpose_last(V))
 
 
 def linalg_qr(A, mode="reduced"):

@@ -375,7 +375,7 @@ def norm(self, p=2, dim=None, keepdim=False, dtype=None):
             raise RuntimeError(f"linalg.vector_norm cannot compute the {name} norm on an empty tensor because "
                                "the operation does not have an identity")
         for d in ((dim,) if isinstance(dim, int) else (dim or ())):
-            if x._shape[d] == 0:
+            if x._shape and x._shape[d] == 0:      # (a 0-d tensor has one element)
                 raise RuntimeError(f"linalg.vector_norm cannot compute the {name} norm on the dimension {d}"
                                    "because this dimension is empty and the operation does not have an identity")
     return _launch(R_NORM, "norm", x, dims, keepdim, x._dtype, p)

@@ -151,14 +151,23 @@ def _median(op, code, result, self, dim, keepdim):
             raise TypeError(f"{op}(): argument 'keepdim' needs 'dim' to be given")
         if _numel(self._shape) == 0:
             from pytorchlite._kernels.factories import full
+            # PyTorch fills with NaN cast to the dtype: True for bool
             fill = math.nan if self._dtype.is_floating_point else (
-                -2 ** 63 if self._dtype is _I64 else 0)
+                -2 ** 63 if self._dtype is _I64 else (True if self._dtype.name == "bool" else 0))
             return full((), fill, self._dtype, None, self._device)
+        _check_not_bool("median_cpu", self)
         values, _ = _select(op, code, _flat(self), 0, 0, False)
         return values
     d = _dim_nonempty("median", self, dim)
+    _check_not_bool("median_out", self)
     values, indices = _select(op, code, self, d, 0, keepdim)
     return result(values, indices)
+
+
+def _check_not_bool(kernel, t):
+    # PyTorch's median kernels are not instantiated for bool (nanmedian shares them)
+    if t._dtype.name == "bool":
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
 def median(self, dim=None, keepdim=False):

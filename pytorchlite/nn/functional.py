@@ -490,7 +490,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if max_norm is not None:
         raise NotImplementedError("embedding(): max_norm is not supported")
     if padding_idx is not None:
-        n = weight.shape[0]
+        n = weight.size(0)
         if padding_idx > 0 and padding_idx >= n:
             raise AssertionError("Padding_idx must be within num_embeddings")
         if padding_idx < 0:

@@ -12,6 +12,7 @@ the formula helpers match codegen's list, and a training loop keeps memory stead
 """
 
 import gc
+import math
 import os
 import weakref
 
@@ -384,6 +385,53 @@ SAMPLES = {
     "cross": lambda: [(None, [T(2, 3), T(2, 3), 1], {})],
     "dist": lambda: [(None, [T(3, 4), T(4)], {}), (None, [T(3), T(3)], {"p": 1})],
     "cdist": lambda: [(None, [T(2, 4, 3), T(5, 3)], {}), (None, [T(4, 3), T(2, 3)], {"p": 1.0})],
+    "linalg_pinv": lambda: [(None, [T(3, 4)], {}), (None, [T(2, 4, 3, layout="t")], {}),
+                            (lambda x: F.linalg_pinv(x + x.mT, hermitian=True), [T(3, 3)], {}),
+                            (lambda x: F.linalg_pinv(x + P.eye(3, dtype=P.float64) * 3, atol=0.1, rtol=1e-3),
+                             [T(3, 3)], {}),
+                            # rank 1 (two zero singular values): pinv_backward, unlike the SVD's, holds
+                            (lambda u, v: F.linalg_pinv(u.unsqueeze(-1) * v.unsqueeze(-2)), [T(3), T(4)], {})],
+    "pinverse": lambda: [(None, [T(4, 3)], {}), (None, [T(2, 3, 3, layout="s"), 1e-10], {})],
+    "linalg_matrix_rank": lambda: [(None, [T(3, 4)], {}), (None, [T(2, 3, 3)], {"hermitian": True})],
+    "linalg_multi_dot": lambda: [(lambda *ts: F.linalg_multi_dot(list(ts)), [T(3, 4), T(4, 2)], {}),
+                                 (lambda *ts: F.linalg_multi_dot(list(ts)), [T(4), T(4, 2), T(2, 5, layout="t")], {}),
+                                 (lambda *ts: F.linalg_multi_dot(list(ts)),
+                                  [T(2, 5), T(5, 1), T(1, 3), T(3, 4), T(4)], {})],
+    "linalg_matrix_power": lambda: [(None, [T(3, 3), 0], {}), (None, [T(3, 3), 1], {}),
+                                    (None, [T(2, 3, 3, layout="t"), 5], {}),
+                                    (lambda x: F.linalg_matrix_power(x + P.eye(3, dtype=P.float64) * 3, -2),
+                                     [T(3, 3)], {})],
+    "matrix_power": lambda: [(None, [T(3, 3), 3], {}),
+                             (lambda x: F.matrix_power(x + P.eye(3, dtype=P.float64) * 3, -1), [T(3, 3)], {})],
+    "linalg_solve_triangular": lambda: [
+        (lambda a, b: F.linalg_solve_triangular(a + P.eye(3, dtype=P.float64) * 3, b, upper=True), [T(3, 3), T(3, 2)],
+         {}),
+        (lambda a, b: F.linalg_solve_triangular(a + P.eye(3, dtype=P.float64) * 3, b, upper=False, left=False),
+         [T(2, 3, 3, layout="t"), T(4, 3)], {}),
+        (lambda a, b: F.linalg_solve_triangular(a, b, upper=True, unitriangular=True),
+         [T(3, 3), T(2, 3, 2, layout="s")], {}),
+        (lambda a, b: F.linalg_solve_triangular(a + P.eye(3, dtype=P.float64) * 3, b, upper=False,
+                                                unitriangular=False), [T(3, 3), T(3, 1)], {})],
+    "linalg_inv_ex": lambda: [(lambda x: F.linalg_inv_ex(x + P.eye(3, dtype=P.float64) * 3).inverse, [T(3, 3)], {}),
+                              (lambda x: F.linalg_inv_ex(x + P.eye(3, dtype=P.float64) * 3)[0],
+                               [T(2, 3, 3, layout="t")], {})],
+    "linalg_cholesky_ex": lambda: [
+        (lambda x: F.linalg_cholesky_ex(x.matmul(x.mT) + P.eye(3, dtype=P.float64)).L, [T(3, 3)], {}),
+        (lambda x: F.linalg_cholesky_ex(x.matmul(x.mT) + P.eye(3, dtype=P.float64), upper=True)[0], [T(2, 3, 3)], {})],
+    "linalg_vecdot": lambda: [(None, [T(3, 4), T(4)], {}), (None, [T(3, 2, layout="t"), T(3, 2)], {"dim": 0})],
+    "linalg_cond": lambda: [(None, [T(3, 4)], {}), (None, [T(2, 3, 3), -2], {}),
+                            (lambda x: F.linalg_cond(x + P.eye(3, dtype=P.float64) * 2, 1), [T(3, 3)], {}),
+                            (lambda x: F.linalg_cond(x + P.eye(3, dtype=P.float64) * 2, -math.inf), [T(3, 3)], {})],
+    "_linalg_cond_str": lambda: [(lambda x: F._linalg_cond_str(x + P.eye(3, dtype=P.float64) * 2, "fro"),
+                                  [T(3, 3)], {}),
+                                 (lambda x: F._linalg_cond_str(x + P.eye(3, dtype=P.float64) * 2, "nuc"),
+                                  [T(2, 3, 3)], {})],
+    "linalg_matrix_exp": lambda: [(None, [T(3, 3)], {}), (None, [T(2, 3, 3, layout="t")], {}),
+                                  # norms above the Pade range: scaled and squared, one matrix more than the other
+                                  (lambda x: F.linalg_matrix_exp(x * P.tensor([[[[8.]]], [[[1.]]]], dtype=P.float64)),
+                                   [T(2, 1, 3, 3)], {}),
+                                  (None, [T(1, 1)], {})],
+    "matrix_exp": lambda: [(None, [T(2, 2)], {})],
     # @@ section: linalg @@
     "_softmax": lambda: [(None, [T(3, 4), 1, False], {}), (None, [T(2, 3, 4, layout="t"), 1, False], {}),
                          (None, [T(), 0, False], {})],

@@ -383,6 +383,14 @@ def test_embedding_matches_torch(padding_idx):
     _close(pw.grad, tw.grad, 1e-12, "embedding weight gradient (repeated rows accumulate)")
     with pytest.raises(RuntimeError, match="Expected tensor for argument #1 'indices'"):
         F.embedding(P.tensor([0.5]), pw)
+    for shape in [(5,), (5, 3, 1), ()]:       # PyTorch checks the weight first
+        for call in (lambda w: F.embedding(P.tensor([0.5]), w), lambda w: P.embedding(w, P.tensor([0, 1]))):
+            with pytest.raises(RuntimeError, match="^'weight' must be 2-D$"):
+                call(P.ones(shape))
+    with pytest.raises(IndexError, match="Dimension specified as 0 but tensor has no dimensions"):
+        F.embedding(P.tensor([0]), P.ones(()), padding_idx=0)
+    with pytest.raises(RuntimeError, match=r"Expected normalized_shape to be at least 1-dimensional"):
+        F.layer_norm(P.ones(2, 3), [])
 
 
 def test_dropout_statistics_and_scaling():
