@@ -68,7 +68,7 @@ HELPERS = (
     "linalg_det_backward", "linalg_slogdet_backward", "linalg_solve_backward", "cholesky_backward",
     "linalg_qr_backward", "svd_backward", "eigh_backward", "linalg_lstsq_backward",
     # @@ section: linalg @@
-    "linalg_solve_jvp", "cholesky_jvp", "trace_of_solve", "pad_jvp",
+    "linalg_solve_jvp", "cholesky_jvp", "trace_of_solve", "pad_jvp", "eigh_jvp", "svd_jvp", "reduction_jvp", "minmax_jvp",
     "softmax_double_backward", "convolution_double_backward", "max_pool_double_backward", "layer_norm_backward",
     # @@ section: nn @@
 )
@@ -669,7 +669,9 @@ class JvpView:
         args = [a for a in schema.arguments if a not in schema.out_arguments]
         self.params = ", ".join(["result", "_tan"] + [_pyvar(a.name) for a in args])
         rets = _return_names(schema)
-        self.lines = ([f"{', '.join(_pyvar(n) for n in rets)}, = result"] if len(rets) > 1 else []) + d.jvp_body
+        # (an op with several returns may give one tensor: max / min without dim)
+        self.lines = ([f"{', '.join(_pyvar(n) for n in rets)}, = _fw.results(result, {len(rets)})"]
+                      if len(rets) > 1 else []) + d.jvp_body
 
 
 def render_nodes(env, derivs):

@@ -2,7 +2,8 @@
 one line: given the primal inputs and result and the input tangents, the result's tangent.
 They are written in pytorchlite operators, like the backward helpers."""
 
-__all__ = ["linalg_solve_jvp", "cholesky_jvp", "trace_of_solve", "pad_jvp"]
+__all__ = ["linalg_solve_jvp", "cholesky_jvp", "trace_of_solve", "pad_jvp", "eigh_jvp", "svd_jvp",
+           "reduction_jvp", "minmax_jvp"]
 
 
 def pad_jvp(self_t, pad, mode):
@@ -41,3 +42,90 @@ def cholesky_jvp(A_t, result, upper):
     phi = X.tril() - 0.5 * F.diag_embed(X.diagonal(0, -2, -1))
     L_t = L.matmul(phi)
     return L_t.mT if upper else L_t
+
+
+def _reciprocal_gaps(values):
+    """1 / (v_j - v_i) for i != j and 0 on the diagonal, batched (v: (..., k))."""
+    import math
+    from pytorchlite import _dtype as D
+    from pytorchlite.generated import functions as F
+    gaps = values.unsqueeze(-2) - values.unsqueeze(-1)
+    k = values.shape[-1]
+    eye = F.eye(k, dtype=D.bool, device=values.device)
+    return 1 / gaps.masked_fill(eye, math.inf)
+
+
+def eigh_jvp(A, A_t, UPLO, compute_v, eigenvalues, eigenvectors):
+    """A = V diag(L) V^T, read from one triangle of A: with the tangent of the matrix eigh
+    actually sees (that triangle mirrored) and D = V^T A_t V, L_t = diag(D) and
+    V_t = V (D / (L_j - L_i)) off the diagonal. Distinct eigenvalues assumed, as in PyTorch."""
+    from pytorchlite.generated import functions as F
+    if UPLO.upper() == "U":
+        At = A_t.triu() + A_t.triu(1).mT
+    else:
+        At = A_t.tril() + A_t.tril(-1).mT
+    L, V = (eigenvalues, eigenvectors) if compute_v else F._linalg_eigh(A, UPLO, True)
+    D = V.mT.matmul(At).matmul(V)
+    L_t = D.diagonal(0, -2, -1)
+    if not compute_v:
+        return (L_t, None)
+    return (L_t, V.matmul(D * _reciprocal_gaps(L)))
+
+
+def svd_jvp(A, A_t, full_matrices, compute_uv, U, S, Vh):
+    """A = U diag(S) V^T (reduced, k = min(m, n)): with P = U^T A_t V, S_t = diag(P);
+    U^T U_t = F o (P S + S P^T) and V^T V_t = F o (S P + P^T S), F_ij = 1 / (s_j^2 - s_i^2),
+    plus the parts outside the span of U (m > k) or V (n > k). Distinct nonzero singular
+    values assumed, as in PyTorch."""
+    from pytorchlite.generated import functions as F
+    m, n = A.shape[-2], A.shape[-1]
+    if compute_uv and full_matrices and m != n:
+        raise NotImplementedError("forward AD of linalg.svd with full_matrices=True is not supported for "
+                                  "non-square matrices; use full_matrices=False")
+    if not compute_uv:
+        U, S, Vh = F._linalg_svd(A, False, True)
+    V = Vh.mT
+    P = U.mT.matmul(A_t).matmul(V)
+    S_t = P.diagonal(0, -2, -1)
+    if not compute_uv:
+        return (None, S_t, None)
+    k = S.shape[-1]
+    gaps = _reciprocal_gaps(S * S)
+    si, sj = S.unsqueeze(-1), S.unsqueeze(-2)
+    U_t = U.matmul((P * sj + si * P.mT) * gaps)
+    V_t = V.matmul((si * P + P.mT * sj) * gaps)
+    if m > k:
+        U_t = U_t + (A_t.matmul(V) - U.matmul(P)) / sj
+    if n > k:
+        V_t = V_t + (A_t.mT.matmul(U) - V.matmul(P.mT)) / sj
+    return (U_t, S_t, V_t.mT)
+
+
+def reduction_jvp(partials, self_t, dim, keepdim):
+    """The tangent of a reduction whose every input element feeds one output element:
+    partials = d out / d x (its backward formula with a gradient of ones, broadcast back
+    to the input's shape); the tangent is sum(partials * x_t) over the reduced dims."""
+    from pytorchlite.autograd._formulas import reduced_dims
+    dims = reduced_dims(self_t.shape, dim)
+    prod = partials * self_t
+    return prod.sum(dims, keepdim=keepdim) if dims else prod
+
+
+def minmax_jvp(self, self_t, dim, dim_t, keepdim, values, indices):
+    """max / min in their three forms (see minmax_backward): the full reduction (ties
+    share), one dim (the tangent at the returned index) and the elementwise form with
+    another tensor `dim` (the chosen side's tangent; the mean of both at ties)."""
+    from pytorchlite.autograd import _formulas as H
+    from pytorchlite.generated import functions as F
+    if isinstance(dim, type(self)):
+        picked = F.where(self == values, self_t, dim_t)
+        return (F.where(self == dim, (self_t + dim_t) * 0.5, picked), None)
+    if dim is None:
+        ones = F.ones_like(values)
+        return (reduction_jvp(H.minmax_backward(ones, self, None, keepdim, values, indices), self_t, None, False),
+                None)
+    if self.ndim == 0:
+        return (self_t, None)
+    idx = indices if keepdim else indices.unsqueeze(dim)
+    v = self_t.gather(dim, idx)
+    return (v if keepdim else v.squeeze(dim), None)

@@ -184,6 +184,8 @@ def attach(result, tangent, mutated=None):
     out= call `mutated` is the tensor written: a tangent it already has is updated in place
     (so views of it that share that tangent see the change), otherwise it gets one."""
     if isinstance(result, Tensor):
+        if isinstance(tangent, tuple):
+            tangent = tangent[0]     # one tensor where the schema has several returns
         if tangent is None or not result._dtype.is_floating_point:
             if mutated is not None and mutated._fw is not None:
                 # an in-place op whose new value does not depend on any tangent
@@ -206,6 +208,13 @@ def attach(result, tangent, mutated=None):
         if isinstance(r, Tensor) and t is not None and r._dtype.is_floating_point:
             _set(r, _fit(t, r))
     return result
+
+
+def results(result, n):
+    """An op's `n` results as a tuple (one tensor comes as (tensor, None, ...))."""
+    if isinstance(result, Tensor):
+        return (result,) + (None,) * (n - 1)
+    return tuple(result)
 
 
 def zeros_for(x):
