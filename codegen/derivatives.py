@@ -707,14 +707,16 @@ def forward_lines(d, op, var_of, call, mutates, with_out):
     the entry's jvp function; without a `result:` formula, refuse (see forward_ad.py)."""
     ts = set(op.tensor_scalars)
     inputs = d.diff_inputs
-    conds = " or ".join(_dual_expr(a, var_of(a.name), a.name in ts) for a in inputs)
+    # (a method's `self` is always a Tensor, even where the function takes a number)
+    conds = " or ".join(_dual_expr(a, var_of(a.name), a.name in ts and var_of(a.name) != "self") for a in inputs)
     lines = [f"if _fws.on and ({conds}):"]
     if d.jvp is None:
         lines.append(f"    raise _fw.unsupported({op.name!r})")
         return lines
     schema = op.schema
     first = schema.arguments[0]
-    tans = "".join(_tangent_expr(a, var_of(a.name), a.name in ts) + ", " for a in inputs)
+    tans = "".join(_tangent_expr(a, var_of(a.name), a.name in ts and var_of(a.name) != "self") + ", "
+                   for a in inputs)
     body = ["_fws.on = False", "try:", f"    _tan = ({tans})"]
     params = []
     for a in schema.arguments:
@@ -760,7 +762,7 @@ def binding_lines(d, op, var_of, run_lines, inplace, with_out, runs_kernel):
     schema = op.schema
     inputs = d.diff_inputs
     ts = set(op.tensor_scalars)
-    rg = {a.name: _requires_grad_expr(a, var_of(a.name), a.name in ts) for a in inputs}
+    rg = {a.name: _requires_grad_expr(a, var_of(a.name), a.name in ts and var_of(a.name) != "self") for a in inputs}
     conds = [rg[a.name] for a in inputs]
     first = schema.arguments[0]
     if inplace and first.name not in rg:
