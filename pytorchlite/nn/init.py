@@ -126,3 +126,27 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     fan = _calculate_correct_fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return normal_(tensor, 0.0, std, generator)
+
+
+def orthogonal_(tensor, gain=1, generator=None):
+    """Fill `tensor` (2-D or more, trailing dims flattened) with a (semi-)orthogonal matrix:
+    the Q of a QR decomposition of a standard normal matrix, with the signs of R's diagonal
+    folded in so the distribution is uniform (Saxe et al., 2013), times `gain`."""
+    if tensor.ndimension() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor     # nothing to fill
+    rows = tensor.size(0)
+    cols = tensor.numel() // rows
+    flat = pytorchlite.empty((rows, cols), dtype=tensor.dtype, device=tensor.device).normal_(0, 1,
+                                                                                           generator=generator)
+    if rows < cols:
+        flat = flat.t()
+    q, r = pytorchlite.linalg.qr(flat)
+    q = q * pytorchlite.diag(r, 0).sign()
+    if rows < cols:
+        q = q.t()
+    with pytorchlite.no_grad():
+        tensor.view_as(q).copy_(q)
+        tensor.mul_(gain)
+    return tensor

@@ -149,3 +149,18 @@ def test_add_module_rejects_bad_names_as_pytorch(name, exc, match):
     torch = pytest.importorskip("torch")
     with pytest.raises(exc, match=match):
         torch.nn.Module().add_module(name, torch.nn.Identity())
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (5, 3), (4, 2, 3), (4, 4)])
+def test_init_orthogonal_rows_or_columns_are_orthonormal(shape):
+    w = P.empty(*shape, dtype=P.float64)
+    assert nn.init.orthogonal_(w, gain=2.0) is w
+    m = w.reshape(shape[0], -1).numpy() / 2.0
+    gram = m @ m.T if m.shape[0] <= m.shape[1] else m.T @ m
+    np.testing.assert_allclose(gram, np.eye(min(m.shape)), atol=1e-12)
+    g1, g2 = P.Generator().manual_seed(3), P.Generator().manual_seed(3)
+    a = nn.init.orthogonal_(P.empty(*shape), generator=g1)
+    b = nn.init.orthogonal_(P.empty(*shape), generator=g2)
+    assert (a == b).all().item()
+    with pytest.raises(ValueError, match="Only tensors with 2 or more dimensions are supported"):
+        nn.init.orthogonal_(P.empty(3))
