@@ -138,6 +138,9 @@ def generator(op, name, pos, v):
 def tensor_list(op, name, pos, v):
     if isinstance(v, _Tensor) or not isinstance(v, (tuple, list)):
         raise type_error(op, name, pos, "tuple of Tensors", v)
+    # (the types in one pass in C: cat/stack of thousands of tensors spend their time here)
+    if list(map(type, v)).count(_Tensor) == len(v) or all(issubclass(tp, _Tensor) for tp in set(map(type, v))):
+        return tuple(v)
     for i, x in enumerate(v):
         if not isinstance(x, _Tensor):
             raise TypeError(f"{op}(): argument '{name}'" + (f" (position {pos})" if pos else "")
@@ -185,7 +188,14 @@ def common_device(op, tensors):
 
 
 def list_device(op, tensors):
-    return common_device(op, tensors) if tensors else CPU
+    if not tensors:
+        return CPU
+    try:
+        devs = [t._device for t in tensors]
+    except AttributeError:      # a None in a Tensor?[] list
+        return common_device(op, tensors)
+    # (count compares by identity first: no Python-level __eq__ for the common case)
+    return devs[0] if devs.count(devs[0]) == len(devs) else common_device(op, tensors)
 
 
 def factory_device(dev):

@@ -10,6 +10,8 @@ kernels still bound-check every index and report the first bad value.
 
 from array import array as _array
 
+import numpy as _np
+
 from pytorchlite import _dtype as D
 from pytorchlite._C import check, ffi, lib
 from pytorchlite._argparse import wrap_dim
@@ -101,6 +103,12 @@ def _cat_pieces(tensors, shape, d, dtype, dev):
 
 
 def cat(tensors, dim=0):
+    return _cat(tensors, dim)[0]
+
+
+def _cat(tensors, dim):
+    """(the concatenation, whether every piece had the same shape, dtype and device and
+    was contiguous: the fast path, which stack() relies on to skip its own shape check)."""
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     first = tensors[0]
@@ -119,12 +127,16 @@ def cat(tensors, dim=0):
     pre, post = shape[:d], shape[d + 1:]
     item = dtype.itemsize
     n = len(tensors)
-    # the common case, checked with list comprehensions (C loops; list.count compares by
-    # identity first): every piece of the same shape, dtype and device, contiguous
-    if (n > 1 and [t._shape for t in tensors].count(shape) == n and [t._dtype for t in tensors].count(dtype) == n
-            and [t._device for t in tensors].count(dev) == n and [t._contig for t in tensors].count(True) == n):
+    # the common case, checked with one list comprehension (list.count compares by identity
+    # first): every piece of the same shape, dtype and device, contiguous
+    uniform = n > 1 and [t._shape for t in tensors if t._dtype is dtype and t._device is dev and t._contig].count(
+        shape) == n
+    if uniform:
         pieces = tensors
-        ptrs = [t._storage.ptr + t._offset * item for t in tensors]
+        offsets = [t._offset for t in tensors]
+        ptrs = [t._storage.ptr for t in tensors]
+        if offsets.count(0) != n:
+            ptrs = [p + o * item for p, o in zip(ptrs, offsets)]
         plain = same = True
     else:
         pieces, ptrs, plain, same, dtype = _cat_pieces(tensors, shape, d, dtype, dev)
@@ -132,14 +144,14 @@ def cat(tensors, dim=0):
     oshape = pre + (total,) + post
     out = _empty(oshape, dtype, dev)
     if not _numel(oshape):
-        return out
+        return out, uniform
     if dev.type != "cpu":
         from pytorchlite._kernels.views import narrow
         start = 0
         for t in pieces:
             copy_into(narrow(out, d, start, t._shape[d]), t)
             start += t._shape[d]
-        return out
+        return out, uniform
     inner = _numel(post) * dtype.itemsize
     keep = None
     if not plain:
@@ -154,9 +166,11 @@ def cat(tensors, dim=0):
     # arrays handed over as buffers: cffi converts a Python list item by item
     rows = _array("q", [shape[d] * inner]) * len(pieces) if same else _array("q", [t._shape[d] * inner for t in pieces])
     check(lib.ptl_cat(_ptr(out), _numel(pre), total * inner, len(ptrs),
-                      _from_buffer("intptr_t[]", _array("q", ptrs)), _from_buffer("int64_t[]", rows)), "cat")
+                      # (np.fromiter converts a long list of addresses twice as fast as array())
+                      _from_buffer("intptr_t[]", _np.fromiter(ptrs, _np.int64, len(ptrs))),
+                      _from_buffer("int64_t[]", rows)), "cat")
     del keep
-    return out
+    return out, uniform
 
 
 # --- gather / scatter ---------------------------------------------------------------------------
@@ -752,18 +766,34 @@ def stack(tensors, dim=0):
         raise RuntimeError("stack expects a non-empty TensorList")
     s0 = tensors[0]._shape
     n = len(tensors)
-    if [t._shape for t in tensors].count(s0) != n:
-        for k, t in enumerate(tensors):
-            if t._shape != s0:
-                raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at entry 0 and "
-                                   f"{list(t._shape)} at entry {k}")
     nd = len(s0)
     d = wrap_dim("stack", dim, nd + 1)
-    if d < nd:
+    if d < nd and n > 1:
         # joining along an existing dim lays the pieces out exactly as stacking them
-        # along a new dim before it: one cat, then the shape with the new dim
+        # along a new dim before it: one cat, then the shape with the new dim (cat's fast
+        # path has checked the shapes are all equal; otherwise check here, after or
+        # instead of cat's own error)
+        try:
+            out, uniform = _cat(tensors, d)
+        except RuntimeError:
+            _check_stack_shapes(tensors, s0)
+            raise
+        if not uniform:
+            _check_stack_shapes(tensors, s0)
+        shape = s0[:d] + (n,) + s0[d:]
+        return make(out._storage, shape, contiguous_strides(shape), out._offset, out._dtype, None, True)
+    _check_stack_shapes(tensors, s0)
+    if d < nd:
         out = cat(tensors, d)
         shape = s0[:d] + (n,) + s0[d:]
         return make(out._storage, shape, contiguous_strides(shape), out._offset, out._dtype, None, True)
     shape = s0 + (1,)
     return cat([make_view(t, shape, t._stride + (1,), t._offset) for t in tensors], d)
+
+
+def _check_stack_shapes(tensors, s0):
+    if [t._shape for t in tensors].count(s0) != len(tensors):
+        for k, t in enumerate(tensors):
+            if t._shape != s0:
+                raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(s0)} at entry 0 and "
+                                   f"{list(t._shape)} at entry {k}")

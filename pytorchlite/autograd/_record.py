@@ -16,6 +16,11 @@ __all__ = ["nth", "edges", "save", "save_list", "save_output", "save_original", 
 
 
 def any_requires_grad(tensors):
+    try:
+        flags = [t._requires_grad for t in tensors]       # one fast pass for long lists
+        return flags.count(False) != len(flags)
+    except AttributeError:      # numbers or None among them
+        pass
     for t in tensors:
         if isinstance(t, Tensor) and t._requires_grad:
             return True
