@@ -1,6 +1,7 @@
 """Data movement: gather / scatter_add over ~1M float32 elements (along the rows and along
 the columns), cat of 1000 small tensors (the per-call overhead: pytorchlite copies every
-piece in one C call), cat of a few large tensors (bandwidth), flip and index_add, against
+piece in one C call), cat of a few large tensors (bandwidth), flip, index_add and
+index_put_ with accumulate (repeated positions), against
 PyTorch (and NumPy where it has the same operation).
 
     python benchmarks/bench_movement.py
@@ -56,7 +57,23 @@ def main():
     if have:
         tidx, tsrc = torch.tensor(idx.numpy()), torch.tensor(src.numpy())
 
+    # index_put_ with accumulate: 2**20 values added at random positions (many repeats) of
+    # a 65536-element vector, and 4096 rows added into a 1024x1024 matrix by row index
+    acc_n, pos_n, val_n = 1 << 16, rng.integers(0, 1 << 16, n).astype(np.int64), xn.reshape(-1)
+    acc1, pos, val = ptl.zeros(acc_n), ptl.tensor(pos_n), ptl.tensor(val_n)
+    acc2 = ptl.zeros(ROWS, COLS)
+    acc1_n = np.zeros(acc_n, np.float32)
+    if have:
+        tacc1, tpos, tval = torch.zeros(acc_n), torch.tensor(pos_n), torch.tensor(val_n)
+        tacc2 = torch.zeros(ROWS, COLS)
+
     cases = [
+        ("index_put_(accumulate) 2**20 into 65536 float32", "GB/s", n * (4 + 8 + 4),
+         lambda: acc1.index_put_((pos,), val, accumulate=True),
+         t(lambda: tacc1.index_put_((tpos,), tval, accumulate=True)), lambda: np.add.at(acc1_n, pos_n, val_n)),
+        ("index_put_(accumulate) 4096 rows into 1024x1024", "GB/s", 3 * src.numel() * 4,
+         lambda: acc2.index_put_((idx,), src, accumulate=True),
+         t(lambda: tacc2.index_put_((tidx,), tsrc, accumulate=True)), None),
         ("gather(dim=1), 1024x1024 float32", "GB/s", gs_bytes,
          lambda: x.gather(1, i1), t(lambda: tx.gather(1, ti1)), lambda: np.take_along_axis(xn, in1, 1)),
         ("gather(dim=0), 1024x1024 float32", "GB/s", gs_bytes,
