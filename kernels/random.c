@@ -27,41 +27,15 @@
 #include <stdlib.h>
 
 #include "ptl.h"
+#include "ptl_philox.h"   /* the generator and the word -> number arithmetic, shared with CUDA */
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-/* ---- Philox4x32-10 (Salmon et al., SC'11; constants from Random123) ------------------ */
-
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
-
-typedef struct {
-    uint32_t w[4];
-} philox_out;
-
-static inline philox_out philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
-                                       uint32_t k1) {
-    for (int r = 0; r < 10; r++) {
-        if (r) {
-            k0 += PHILOX_W0;
-            k1 += PHILOX_W1;
-        }
-        uint64_t p0 = (uint64_t)PHILOX_M0 * c0, p1 = (uint64_t)PHILOX_M1 * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n1 = (uint32_t)p1;
-        uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1, n3 = (uint32_t)p0;
-        c0 = n0; c1 = n1; c2 = n2; c3 = n3;
-    }
-    philox_out o = {{c0, c1, c2, c3}};
-    return o;
-}
-
 /* Exposed for known-answer tests (Random123's kat_vectors). */
 void ptl_philox4x32_10(const uint32_t *ctr, const uint32_t *key, uint32_t *out) {
-    philox_out o = philox4x32_10(ctr[0], ctr[1], ctr[2], ctr[3], key[0], key[1]);
+    ptl_philox_block o = ptl_philox(ctr[0], ctr[1], ctr[2], ctr[3], key[0], key[1]);
     memcpy(out, o.w, sizeof o.w);
 }
 
@@ -72,7 +46,7 @@ typedef struct {
     uint64_t offset;
     uint64_t block;     /* index of the cached block, relative to offset */
     int valid;
-    philox_out out;
+    ptl_philox_block out;
 } stream;
 
 static inline void stream_init(stream *s, uint64_t seed, uint64_t offset) {
@@ -86,7 +60,7 @@ static inline uint32_t stream_word(stream *s, uint64_t j) {
     uint64_t b = j >> 2;
     if (!s->valid || b != s->block) {
         uint64_t c = s->offset + b;   /* wraps modulo 2^64, as the offset does */
-        s->out = philox4x32_10((uint32_t)c, (uint32_t)(c >> 32), 0, 0, s->k0, s->k1);
+        s->out = ptl_philox((uint32_t)c, (uint32_t)(c >> 32), 0, 0, s->k0, s->k1);
         s->block = b;
         s->valid = 1;
     }
@@ -96,12 +70,6 @@ static inline uint32_t stream_word(stream *s, uint64_t j) {
 static inline uint64_t stream_u64(stream *s, uint64_t j) { /* words j, j+1 */
     return ((uint64_t)stream_word(s, j + 1) << 32) | stream_word(s, j);
 }
-
-/* uniforms from words: [0, 1) with 24 or 53 bits; (0, 1) open for logarithms */
-static inline double u24(uint32_t w) { return (double)(w >> 8) * (1.0 / 16777216.0); }
-static inline double u53(uint64_t w) { return (double)(w >> 11) * (1.0 / 9007199254740992.0); }
-static inline double u32_open(uint32_t w) { return ((double)w + 0.5) * (1.0 / 4294967296.0); }
-static inline double u53_open(uint64_t w) { return ((double)(w >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
 
 /* ---- walking a destination (or a parameter tensor) in row-major element order -------- */
 
@@ -178,15 +146,8 @@ static uint16_t bits16_nextdown(uint16_t h) {
 }
 
 /* The largest value of the dtype strictly below `to` (uniform's upper bound, exclusive). */
-typedef struct {
-    double to;
-    double hi_d;
-    float hi_f;
-    uint16_t hi_16;
-} upper_bound;
-
-static upper_bound make_upper_bound(int dtype, double to) {
-    upper_bound u;
+static ptl_upper_bound make_upper_bound(int dtype, double to) {
+    ptl_upper_bound u;
     u.to = to;
     u.hi_d = nextafter(to, -INFINITY);
     float f = (float)to;
@@ -249,7 +210,7 @@ static upper_bound make_upper_bound(int dtype, double to) {
     }
 
 static void store_chunk(const ptl_tensor *t, int contig, int64_t start, int n, const double *vals,
-                        const upper_bound *ub) {
+                        const ptl_upper_bound *ub) {
     if (contig) {
         char *base = (char *)t->data + start * ptl_itemsize[t->dtype];
         STORE_LOOPS(k)
@@ -300,7 +261,7 @@ typedef struct {
     double a, b;                   /* uniform: from, range; normal: mean, std; exponential: lambd; bernoulli: p */
     int64_t from;                  /* integers: from */
     uint64_t range;                /* integers: to - from (0 means 2^64) */
-    upper_bound ub;
+    ptl_upper_bound ub;
 } fill_args;
 
 /* Words j0 .. j0 + count - 1 of the stream, one Philox call per block of four. */
@@ -309,7 +270,7 @@ static void stream_words(const stream *s, uint64_t j0, int count, uint32_t *buf)
     int k = 0;
     while (j < end) {
         uint64_t c = s->offset + (j >> 2);
-        philox_out o = philox4x32_10((uint32_t)c, (uint32_t)(c >> 32), 0, 0, s->k0, s->k1);
+        ptl_philox_block o = ptl_philox((uint32_t)c, (uint32_t)(c >> 32), 0, 0, s->k0, s->k1);
         if ((j & 3) == 0 && end - j >= 4) {
             memcpy(buf + k, o.w, sizeof o.w);
             k += 4;
@@ -322,32 +283,16 @@ static void stream_words(const stream *s, uint64_t j0, int count, uint32_t *buf)
 
 static inline uint64_t pair64(const uint32_t *w) { return ((uint64_t)w[1] << 32) | w[0]; }
 
-/* sin and cos of 2*pi*t for t in [0, 1), branch-free so the loop vectorises: t has at
- * most 24 bits, so 4t splits exactly into a quadrant q and a remainder in [-1/2, 1/2],
- * i.e. an angle in [-pi/4, pi/4] where Cephes' sinf/cosf polynomials hold (about 1 ulp). */
-static inline void sincos2pi(float t, float *s_out, float *c_out) {
-    float x4 = 4.0f * t;
-    float qf = floorf(x4 + 0.5f);
-    float a = (x4 - qf) * 1.57079632679489662f;
-    int q = (int)qf & 3;
-    float z = a * a;
-    float s = a + a * z * (-1.6666654611e-1f + z * (8.3321608736e-3f + z * -1.9515295891e-4f));
-    float c = 1.0f - 0.5f * z + z * z * (4.166664568298827e-2f + z * (-1.388731625493765e-3f + z * 2.443315711809948e-5f));
-    float ss = (q == 0) ? s : (q == 1) ? c : (q == 2) ? -s : -c;
-    float cc = (q == 0) ? c : (q == 1) ? -s : (q == 2) ? -c : s;
-    *s_out = ss;
-    *c_out = cc;
-}
-
 /* Box-Muller for pairs [p0, p0 + np): z0 (cos) and z1 (sin) per pair. Float dtypes use
- * words (2p, 2p+1) as 24-bit uniforms, in float; float64 uses words 4p .. 4p+3 as two
- * 53-bit uniforms, in double. u1 = 1 - U lies in (0, 1], so the logarithm is finite. */
+ * words (2p, 2p+1) as 24-bit uniforms, in float (ptl_box_muller_f32, shared with CUDA);
+ * float64 uses words 4p .. 4p+3 as two 53-bit uniforms, in double. u1 = 1 - U lies in
+ * (0, 1], so the logarithm is finite. */
 /* (kept out of line: inlined into fill_range, GCC stops vectorising the float loop) */
 __attribute__((noinline)) PTL_HOT static void normal_pairs(const stream *s, uint64_t p0, int np, int wide, double *z0, double *z1, uint32_t *w) {
     if (wide) {
         stream_words(s, 4 * p0, 4 * np, w);
         for (int k = 0; k < np; k++) {
-            double u1 = 1.0 - u53(pair64(w + 4 * k)), u2 = u53(pair64(w + 4 * k + 2));
+            double u1 = 1.0 - ptl_u53(pair64(w + 4 * k)), u2 = ptl_u53(pair64(w + 4 * k + 2));
             double r = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
             z0[k] = r * cos(th);
             z1[k] = r * sin(th);
@@ -356,15 +301,7 @@ __attribute__((noinline)) PTL_HOT static void normal_pairs(const stream *s, uint
     }
     stream_words(s, 2 * p0, 2 * np, w);
     float zs[CHUNK / 2 + 2], zc[CHUNK / 2 + 2];
-    for (int k = 0; k < np; k++) {
-        float u1 = 1.0f - (float)(w[2 * k] >> 8) * (1.0f / 16777216.0f);
-        float u2 = (float)(w[2 * k + 1] >> 8) * (1.0f / 16777216.0f);
-        float r = sqrtf(-2.0f * ptl_vlogf(u1));
-        float sn, cs;
-        sincos2pi(u2, &sn, &cs);
-        zc[k] = r * cs;
-        zs[k] = r * sn;
-    }
+    for (int k = 0; k < np; k++) ptl_box_muller_f32(w[2 * k], w[2 * k + 1], &zc[k], &zs[k]);
     for (int k = 0; k < np; k++) {
         z0[k] = zc[k];
         z1[k] = zs[k];
@@ -378,13 +315,13 @@ static double poisson_one(uint32_t k0, uint32_t k1, uint64_t c, double lambda) {
     if (lambda == 0 || lambda != lambda) return lambda;   /* nan is rejected by the caller */
     if (isinf(lambda)) return INFINITY;
     uint64_t draw = 0;
-    philox_out blk = {{0, 0, 0, 0}};
+    ptl_philox_block blk = {{0, 0, 0, 0}};
 #define NEXT_U(var)                                                                                      \
     do {                                                                                                 \
-        if ((draw & 1) == 0) blk = philox4x32_10((uint32_t)c, (uint32_t)(c >> 32), (uint32_t)(draw >> 1), \
-                                                 (uint32_t)(draw >> 33), k0, k1);                        \
+        if ((draw & 1) == 0) blk = ptl_philox((uint32_t)c, (uint32_t)(c >> 32), (uint32_t)(draw >> 1),   \
+                                               (uint32_t)(draw >> 33), k0, k1);                          \
         int lane = (int)(draw & 1) * 2;                                                                  \
-        var = u53(((uint64_t)blk.w[lane + 1] << 32) | blk.w[lane]);                                      \
+        var = ptl_u53(((uint64_t)blk.w[lane + 1] << 32) | blk.w[lane]);                                  \
         draw++;                                                                                          \
     } while (0)
     if (lambda >= 10) {
@@ -428,10 +365,10 @@ static void fill_range(const fill_args *a, int64_t begin, int64_t end) {
             case K_UNIFORM:
                 if (a->wide) {
                     stream_words(&s, 2 * i0, 2 * n, w);
-                    for (int k = 0; k < n; k++) vals[k] = a->a + u53(pair64(w + 2 * k)) * a->b;
+                    for (int k = 0; k < n; k++) vals[k] = a->a + ptl_u53(pair64(w + 2 * k)) * a->b;
                 } else {
                     stream_words(&s, i0, n, w);
-                    for (int k = 0; k < n; k++) vals[k] = a->a + u24(w[k]) * a->b;
+                    for (int k = 0; k < n; k++) vals[k] = a->a + ptl_u24(w[k]) * a->b;
                 }
                 store_chunk(a->out, a->c_out, start, n, vals, &a->ub);
                 break;
@@ -457,10 +394,10 @@ static void fill_range(const fill_args *a, int64_t begin, int64_t end) {
             case K_EXPONENTIAL:
                 if (a->wide) {
                     stream_words(&s, 2 * i0, 2 * n, w);
-                    for (int k = 0; k < n; k++) vals[k] = -log(u53_open(pair64(w + 2 * k))) / a->a;
+                    for (int k = 0; k < n; k++) vals[k] = -log(ptl_u53_open(pair64(w + 2 * k))) / a->a;
                 } else {
                     stream_words(&s, i0, n, w);
-                    for (int k = 0; k < n; k++) vals[k] = -log(u32_open(w[k])) / a->a;
+                    for (int k = 0; k < n; k++) vals[k] = -log(ptl_u32_open(w[k])) / a->a;
                 }
                 store_chunk(a->out, a->c_out, start, n, vals, NULL);
                 break;
@@ -469,20 +406,13 @@ static void fill_range(const fill_args *a, int64_t begin, int64_t end) {
                     /* multiply-shift on 64 random bits: no modulo bias (at most range / 2^64) */
                     stream_words(&s, 2 * i0, 2 * n, w);
                     for (int k = 0; k < n; k++)
-                        ivals[k] = (int64_t)((uint64_t)a->from +
-                                             (uint64_t)(((unsigned __int128)pair64(w + 2 * k) * a->range) >> 64));
+                        ivals[k] = (int64_t)((uint64_t)a->from + ptl_mulhi64(pair64(w + 2 * k), a->range));
                 } else {
                     /* 128 random bits; range 0 stands for 2^64 (every int64) */
                     stream_words(&s, 4 * i0, 4 * n, w);
                     for (int k = 0; k < n; k++) {
-                        uint64_t lo = pair64(w + 4 * k), hi = pair64(w + 4 * k + 2), v;
-                        if (a->range == 0) {
-                            v = lo;
-                        } else {
-                            unsigned __int128 x = (unsigned __int128)hi * a->range, y = (unsigned __int128)lo * a->range;
-                            v = (uint64_t)((x + (y >> 64)) >> 64);
-                        }
-                        ivals[k] = (int64_t)((uint64_t)a->from + v);
+                        uint64_t lo = pair64(w + 4 * k), hi = pair64(w + 4 * k + 2);
+                        ivals[k] = (int64_t)((uint64_t)a->from + (a->range == 0 ? lo : ptl_mulhi128x64(lo, hi, a->range)));
                     }
                 }
                 store_chunk_i64(a->out, a->c_out, start, n, ivals);
@@ -645,7 +575,7 @@ int ptl_randperm(int64_t *out, int64_t n, uint64_t seed, uint64_t offset) {
     stream_init(&s, seed, offset);
     for (int64_t i = n - 1, k = 0; i > 0; i--, k++) {
         uint64_t r = stream_u64(&s, 2 * (uint64_t)k);
-        int64_t j = (int64_t)(((unsigned __int128)r * (uint64_t)(i + 1)) >> 64);
+        int64_t j = (int64_t)ptl_mulhi64(r, (uint64_t)(i + 1));
         int64_t tmp = out[i];
         out[i] = out[j];
         out[j] = tmp;
@@ -715,7 +645,7 @@ static int multinomial_row(const ptl_tensor *prob, int64_t r, int64_t nsample, i
     if (fast) {
         for (int64_t j = 0; j < ncat; j++) {
             double p = load_as_double(base, prob->dtype, r * prob->strides[0] + j * prob->strides[1]);
-            double e = -log(u53_open(stream_u64(s, 2 * (uint64_t)(r * ncat + j))));
+            double e = -log(ptl_u53_open(stream_u64(s, 2 * (uint64_t)(r * ncat + j))));
             keys[j].key = p / e;
             keys[j].idx = j;
         }
@@ -739,7 +669,7 @@ static int multinomial_row(const ptl_tensor *prob, int64_t r, int64_t nsample, i
         if (p > 0) last = j;
     }
     for (int64_t k = 0; k < nsample; k++) {
-        double target = u53(stream_u64(s, 2 * (uint64_t)(r * nsample + k))) * sum;
+        double target = ptl_u53(stream_u64(s, 2 * (uint64_t)(r * nsample + k))) * sum;
         /* the first category whose cumulative mass exceeds target: zero-probability
          * categories (equal neighbours) can never be chosen */
         int64_t lo = 0, hi = ncat;

@@ -509,15 +509,30 @@ def _run_general(op, operands, scalars, out, inplace):
         elif divisor == 0:
             raise IntegerDivisionByZero("ZeroDivisionError")
 
-    # ---- inputs in the computation dtype ----------------------------------------------------
+    ins, target, dest = prepare_operands(op, operands, out, inplace, common, out_dt, device, shape, _scalar_operand)
+    sc = _new_descs("ptl_scalar[]", max(len(scalars), 1))
+    for k, v in enumerate(scalars):
+        sc[k].d, sc[k].i = _scalar_arg(v)
+    check(op.cpu[0](len(ins) + 1, _descs([dest] + ins, shape), sc), op.name)
+    return finish_output(target, dest)
+
+
+def prepare_operands(op, operands, out, inplace, common, out_dt, device, shape, scalar_operand):
+    """The general path's operands, once dtypes, device and the broadcast `shape` are
+    decided (the CPU and the CUDA path alike): (ins, target, dest).
+
+    `ins` are the inputs in the computation dtype `common` (Python scalars as 0-d tensors
+    made by `scalar_operand(v, dtype, device)`). `target` is the tensor the caller gets
+    written (self in place, `out=`, or None), checked as PyTorch does (shape, dtype
+    rule, castability, self-overlap); `dest` is where the kernel writes: `target` itself
+    when it already has the result dtype and no input overlaps it, else a fresh tensor
+    that finish_output copies back."""
     ins = []
     for x in operands:
         if isinstance(x, Tensor):
             ins.append(x if x._dtype is common else to_dtype(x, common))
         else:
-            ins.append(_scalar_operand(x, common, device))
-
-    # ---- output -----------------------------------------------------------------------------
+            ins.append(scalar_operand(x, common, device))
     target = None
     if inplace:
         target = operands[0]
@@ -533,23 +548,22 @@ def _run_general(op, operands, scalars, out, inplace):
             raise RuntimeError(rule.format(op=op.name, out=out._dtype._torch_name, result=out_dt._torch_name))
         resize_out(op.name, out, shape)
         target = out
-    if target is not None:
-        if not D.can_cast(out_dt, target._dtype):
-            raise RuntimeError(f"result type {out_dt._torch_name} can't be cast to the desired output type "
-                               f"{target._dtype._torch_name}")
-        if _self_overlapping(target):
-            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                               "single memory location. Please clone() the tensor before performing the operation.")
-        direct = target._dtype is out_dt and not any(_overlaps(target, t) for t in ins)
-        dest = target if direct else _empty(shape, out_dt, device)
-    else:
-        dest = _empty(shape, out_dt, device)
+    if target is None:
+        return ins, None, _empty(shape, out_dt, device)
+    if not D.can_cast(out_dt, target._dtype):
+        raise RuntimeError(f"result type {out_dt._torch_name} can't be cast to the desired output type "
+                           f"{target._dtype._torch_name}")
+    if _self_overlapping(target):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
+    direct = target._dtype is out_dt and not any(_overlaps(target, t) for t in ins)
+    return ins, target, target if direct else _empty(shape, out_dt, device)
 
-    sc = _new_descs("ptl_scalar[]", max(len(scalars), 1))
-    for k, v in enumerate(scalars):
-        sc[k].d, sc[k].i = _scalar_arg(v)
-    check(op.cpu[0](len(ins) + 1, _descs([dest] + ins, shape), sc), op.name)
 
+def finish_output(target, dest):
+    """The result of a general-path op once the kernel has written `dest` (see
+    prepare_operands): copied into `target` when it is not `dest`, whose version counter
+    then moves."""
     if target is None:
         return dest
     if dest is not target:

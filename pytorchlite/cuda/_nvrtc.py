@@ -19,6 +19,9 @@ import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KERNEL_DIR = os.path.join(ROOT, "kernels", "cuda")
+# the headers the C kernels share with the CUDA ones (kernels/ptl_common.h, ptl_philox.h)
+SHARED_DIR = os.path.join(ROOT, "kernels")
+INCLUDE_DIRS = (KERNEL_DIR, SHARED_DIR)
 GENERATED_DIR = os.path.join(ROOT, "generated")
 
 # name -> (path, extra NVRTC options). philox.cu reproduces the CPU's float arithmetic bit
@@ -106,18 +109,21 @@ def _read(path):
 
 
 def _headers():
-    """(name, content) of every header a source may include, in a fixed order."""
+    """(name, content) of every header a source may include (any header in an include
+    directory), in a fixed order."""
     out = []
-    for fn in sorted(os.listdir(KERNEL_DIR)):
-        if fn.endswith((".cuh", ".h")):
-            out.append((fn, _read(os.path.join(KERNEL_DIR, fn))))
+    for d in INCLUDE_DIRS:
+        for fn in sorted(os.listdir(d)):
+            if fn.endswith((".cuh", ".h")):
+                path = os.path.join(d, fn)
+                out.append((os.path.relpath(path, SHARED_DIR).replace(os.sep, "/"), _read(path)))
     return out
 
 
 def _options(arch, extra):
     if not (isinstance(arch, str) and (arch.startswith("sm_") or arch.startswith("compute_"))):
         raise ValueError(f"arch must be 'sm_XX' (cubin) or 'compute_XX' (PTX), got {arch!r}")
-    return (f"--gpu-architecture={arch}", *BASE_OPTIONS, f"--include-path={KERNEL_DIR}", *extra)
+    return (f"--gpu-architecture={arch}", *BASE_OPTIONS, *(f"--include-path={d}" for d in INCLUDE_DIRS), *extra)
 
 
 def cache_key(name, arch):

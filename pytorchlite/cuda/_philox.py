@@ -52,7 +52,7 @@ def upper_bound(dtype_code, to, from_=None):
     return (bound, hi_d, float(f), hi_16)
 
 
-UBOUND_FORMAT = "<ddfH2x"     # phx_ubound: double to, double hi_d, float hi_f, uint16 hi_16
+UBOUND_FORMAT = "<ddfH2x"     # ptl_upper_bound (kernels/ptl_philox.h): double to, double hi_d, float hi_f, uint16 hi_16
 
 
 def pack_upper_bound(ub):

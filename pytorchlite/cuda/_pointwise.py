@@ -9,9 +9,7 @@ Differences from the CPU path, as in PyTorch's CUDA backend: an integer division
 does not raise (the kernels give 0), and no check reads device memory.
 """
 
-from pytorchlite import _dtype as D
 from pytorchlite.cuda import _launch, _runtime
-
 
 
 def _ptr(t):
@@ -109,58 +107,19 @@ def _scalar_operand(v, dtype, device):
 
 def run_pointwise(op, operands, scalars, out, inplace, common, out_dt, device):
     """The CUDA half of pointwise.run: dtypes are decided (common, out_dt) and checked by
-    the caller; here: shapes, casts, the output, and the generated kernel launch."""
-    from pytorchlite._argparse import check_out_autograd, resize_out
-    from pytorchlite._kernels.pointwise import (
-        _OUT_DTYPE_RULES, _empty, _overlaps, _self_overlapping, broadcast_shapes, to_dtype,
-    )
+    the caller; here: shapes, casts, the output (as on the CPU: pointwise.prepare_operands),
+    and the generated kernel launch."""
+    from pytorchlite._kernels.pointwise import broadcast_shapes, finish_output, prepare_operands
     from pytorchlite._tensor import Tensor
     tensors = [x for x in operands if isinstance(x, Tensor)]
     shape = broadcast_shapes(op.name, [t._shape for t in tensors]) if tensors else ()
     if len(shape) > _launch.MAX_DIMS:
         raise RuntimeError(f"{op.name}(): tensors with more than 16 dimensions are not supported")
-    ins = []
-    for x in operands:
-        if isinstance(x, Tensor):
-            ins.append(x if x._dtype is common else to_dtype(x, common))
-        else:
-            ins.append(_scalar_operand(x, common, device))
-    target = None
-    if inplace:
-        target = operands[0]
-        if target._shape != shape:
-            raise RuntimeError(f"output with shape {list(target._shape)} doesn't match the broadcast shape {list(shape)}")
-    elif out is not None:
-        if not isinstance(out, Tensor):
-            raise TypeError(f"{op.name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-        if out._device != device:
-            raise RuntimeError(f"Expected out tensor to have device {device}, but got {out._device} instead")
-        check_out_autograd(op.name, out)
-        rule = _OUT_DTYPE_RULES.get(op.name)
-        if rule is not None and out._dtype is not out_dt:
-            raise RuntimeError(rule.format(op=op.name, out=out._dtype._torch_name, result=out_dt._torch_name))
-        resize_out(op.name, out, shape)
-        target = out
-    if target is not None:
-        if not D.can_cast(out_dt, target._dtype):
-            raise RuntimeError(f"result type {out_dt._torch_name} can't be cast to the desired output type "
-                               f"{target._dtype._torch_name}")
-        if _self_overlapping(target):
-            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                               "single memory location. Please clone() the tensor before performing the operation.")
-        direct = target._dtype is out_dt and not any(_overlaps(target, t) for t in ins)
-        dest = target if direct else _empty(shape, out_dt, device)
-    else:
-        dest = _empty(shape, out_dt, device)
-
+    if out is not None and not inplace and isinstance(out, Tensor) and out._device != device:
+        raise RuntimeError(f"Expected out tensor to have device {device}, but got {out._device} instead")
+    ins, target, dest = prepare_operands(op, operands, out, inplace, common, out_dt, device, shape, _scalar_operand)
     launch_pointwise(op.name, common.code, dest, ins, shape, [_scalar_pair(v) for v in scalars])
-
-    if target is None:
-        return dest
-    if dest is not target:
-        copy(target, dest)
-    target._vc[0] += 1
-    return target
+    return finish_output(target, dest)
 
 
 def launch_pointwise(op_name, dtype_code, dest, ins, shape, scalar_pairs):

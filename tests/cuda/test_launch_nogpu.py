@@ -230,7 +230,7 @@ def test_struct_layouts_match_the_cuda_header():
         checks.append(f"static_assert(sizeof(ptl_iter32<{nt}>) == {_launch.iter_size(nt, False)}, \"iter32<{nt}>\");")
         checks.append(f"static_assert(sizeof(ptl_iter64<{nt}>) == {_launch.iter_size(nt, True)}, \"iter64<{nt}>\");")
     checks.append(f"static_assert(sizeof(ptl_scalar_pack) == {len(_launch.pack_scalars([]))}, \"scalars\");")
-    checks.append(f"static_assert(sizeof(phx_ubound) == {struct.calcsize(_philox.UBOUND_FORMAT)}, \"ubound\");")
+    checks.append(f"static_assert(sizeof(ptl_upper_bound) == {struct.calcsize(_philox.UBOUND_FORMAT)}, \"ubound\");")
     src = '#include "philox.cu"\n' + "\n".join(checks) + "\n"
     _nvrtc.compile_text(src, "compute_80", "layout.cu", ("--fmad=false",))
 
