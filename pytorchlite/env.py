@@ -180,7 +180,8 @@ def _openmp():
 def _threads():
     import pytorchlite
     n = pytorchlite.get_num_threads()
-    env = [f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS") if k in os.environ]
+    env = [f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOMP_SPINCOUNT",
+                                            "OPENBLAS_THREAD_TIMEOUT") if k in os.environ]
     return f"{n}" + (f" ({', '.join(env)})" if env else "")
 
 

@@ -121,3 +121,17 @@ def test_cuda_device_found(monkeypatch):
 def test_build_flags_without_codegen(monkeypatch):
     monkeypatch.setattr(env, "_load_codegen_build", lambda: None)
     assert env._build_flags().startswith("unknown")
+
+
+def test_thread_pools_spin_briefly_unless_the_user_says_otherwise():
+    """OpenMP and OpenBLAS get short spin-waits (pytorchlite/_C.py explains why); a value
+    already in the environment wins."""
+    import subprocess
+    import sys
+    code = "import os, pytorchlite; print(os.environ['GOMP_SPINCOUNT'], os.environ['OPENBLAS_THREAD_TIMEOUT'])"
+    env = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OPENBLAS_THREAD_TIMEOUT")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["10000", "4"]
+    env["GOMP_SPINCOUNT"] = "123"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["123", "4"]
