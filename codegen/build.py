@@ -20,7 +20,8 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # No -march=native: a shipped build must run on any x86-64 (or aarch64); hot loops use
-# function multi-versioning (target_clones) where AVX2 pays.
+# function multi-versioning (target_clones: AVX-512, AVX2+FMA, baseline; see PTL_HOT in
+# kernels/ptl.h) where vector code pays.
 CFLAGS = ["-O3", "-std=gnu11", "-fopenmp", "-fno-math-errno", "-fno-trapping-math", "-Wall", "-Wno-unused-function",
           "-Wno-unused-variable", "-Wno-unused-but-set-variable"]
 LDFLAGS = ["-fopenmp"]

@@ -140,7 +140,7 @@ static void store_f32(char *c, int dtype, const float *src, int64_t n) {
 #define IGEMM_NB 512
 
 #define DEFINE_IGEMM(U)                                                                        \
-    __attribute__((target_clones("avx2", "default")))                                          \
+    PTL_HOT                                                                                    \
     static void igemm_##U(int64_t M, int64_t N, int64_t K, const U##_t *A, const U##_t *B,      \
                           U##_t *C) {                                                          \
         double work = (double)M * (double)N * (double)K;                                       \

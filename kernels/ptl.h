@@ -156,10 +156,12 @@ int ptl_run_pointwise(int ntensors, const ptl_tensor *ts, ptl_loop_fn fn, const 
 int ptl_run_contiguous(int ntensors, char **data, const int64_t *itemsizes, int64_t n,
                        ptl_loop_fn fn, const ptl_scalar *sc);
 
-/* Hot loops are compiled twice, for AVX2 and for baseline x86-64, and picked at load time
- * (GCC function multi-versioning): shipped builds never use -march=native. */
+/* Hot loops are compiled three times and picked at load time (GCC function
+ * multi-versioning), so shipped builds never use -march=native: x86-64-v4 (AVX-512),
+ * x86-64-v3 (AVX2 with FMA: plain "avx2" leaves FMA out, and the float32 exp/log/tanh
+ * polynomials ran at half speed without it) and baseline x86-64. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(PTL_NO_CLONES)
-#define PTL_HOT __attribute__((target_clones("avx2", "default")))
+#define PTL_HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define PTL_HOT
 #endif

@@ -26,8 +26,16 @@
  */
 #include <stdlib.h>
 
+/* No fused multiply-adds in this file, whatever the clone's ISA (x86-64-v3 has FMA): the
+ * numbers must be the same bits on every machine and on the GPU, where philox.cu is
+ * compiled with --fmad=false for the same reason. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #include "ptl.h"
 #include "ptl_philox.h"   /* the generator and the word -> number arithmetic, shared with CUDA */
+
 
 #ifdef _OPENMP
 #include <omp.h>

@@ -45,12 +45,7 @@ enum {
     K_MAX, K_MIN, K_MAXABS, K_MINABS, K_ARGMAX, K_ARGMIN, K_VAR, K_NUM
 };
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-/* no -march=native in a shipped build: hot loops get an AVX2 clone picked at load time */
-#define PTL_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define PTL_CLONES
-#endif
+#define PTL_CLONES PTL_HOT     /* the clones of ptl.h */
 
 /* ---- the state of one output element -------------------------------------------------
  * Fields by kind: sums use d (floating) or i (integer); var uses n (count), d (mean) and
