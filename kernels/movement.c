@@ -145,9 +145,31 @@ static void mwalk_row(const mwalk *w, int64_t r, char **pa, char **pb, const int
     *pi = ip;
 }
 
+/* min and max of n int64 values with stride ist (a loop that vectorises: one pass, no
+ * early exit; the slow search for the first bad value runs only when this finds one). */
+static PTL_HOT void index_minmax(const int64_t *ip, int64_t n, int64_t ist, int64_t *mn, int64_t *mx) {
+    int64_t lo = *mn, hi = *mx;
+    if (ist == 1) {
+        for (int64_t j = 0; j < n; j++) {
+            int64_t v = ip[j];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+    } else {
+        for (int64_t j = 0; j < n; j++) {
+            int64_t v = ip[j * ist];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+    }
+    *mn = lo;
+    *mx = hi;
+}
+
 /* The first out-of-range index over rows [r0, r1) of columns [c0, c1): 1 (value in *bad),
  * else 0. With `wrap`, negative indices count from the end (take, put_). */
-static int check_range(const mwalk *w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int wrap, int64_t *bad) {
+static int check_range_serial(const mwalk *w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int wrap,
+                              int64_t *bad) {
     int last = w->ndim - 1;
     int64_t lo = wrap ? -w->dim_size : 0, hi = w->dim_size, ist = w->i_st[last];
     for (int64_t r = r0; r < r1; r++) {
@@ -162,6 +184,46 @@ static int check_range(const mwalk *w, int64_t r0, int64_t r1, int64_t c0, int64
             }
         }
     }
+    return 0;
+}
+
+/* The same answer as check_range_serial, found by a min/max pass over the index (on all
+ * threads when it is large); only a failing index pays for the ordered search. */
+static int check_range(const mwalk *w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int wrap, int64_t *bad) {
+    int last = w->ndim - 1;
+    int64_t lo = wrap ? -w->dim_size : 0, hi = w->dim_size, ist = w->i_st[last];
+    int64_t mn = INT64_MAX, mx = INT64_MIN;
+    int64_t rows = r1 - r0;
+    (void)rows;
+#ifdef _OPENMP
+    if (rows * (c1 - c0) >= PTL_GRAIN && rows > 1 && omp_get_max_threads() > 1) {
+#pragma omp parallel
+        {
+            int64_t tmn = INT64_MAX, tmx = INT64_MIN;
+#pragma omp for schedule(static)
+            for (int64_t r = r0; r < r1; r++) {
+                char *a, *b;
+                const int64_t *ip;
+                mwalk_row(w, r, &a, &b, &ip);
+                index_minmax(ip + c0 * ist, c1 - c0, ist, &tmn, &tmx);
+            }
+#pragma omp critical(ptl_movement_minmax)
+            {
+                mn = tmn < mn ? tmn : mn;
+                mx = tmx > mx ? tmx : mx;
+            }
+        }
+    } else
+#endif
+    {
+        for (int64_t r = r0; r < r1; r++) {
+            char *a, *b;
+            const int64_t *ip;
+            mwalk_row(w, r, &a, &b, &ip);
+            index_minmax(ip + c0 * ist, c1 - c0, ist, &mn, &mx);
+        }
+    }
+    if (r1 > r0 && c1 > c0 && (mn < lo || mx >= hi)) return check_range_serial(w, r0, r1, c0, c1, wrap, bad);
     return 0;
 }
 
@@ -180,15 +242,46 @@ static int check_range(const mwalk *w, int64_t r0, int64_t r1, int64_t c0, int64
         memcpy(a + j * as, &x, sizeof(T));                                                        \
     }
 
+/* One row without checks (its indices are known to lie in [0, dim_size)): typed loads
+ * and stores in element strides, a loop GCC turns into vector gathers. */
+#define GATHER_FAST(T)                                                                            \
+    static PTL_HOT void gather_fast_##T(T *restrict a, const T *restrict b, const int64_t *restrict ip, \
+                                        int64_t n, int64_t as, int64_t bs, int64_t ist, int64_t ds) { \
+        if (as == 1 && ist == 1)                                                                  \
+            for (int64_t j = 0; j < n; j++) a[j] = b[j * bs + ip[j] * ds];                        \
+        else                                                                                      \
+            for (int64_t j = 0; j < n; j++) a[j * as] = b[j * bs + ip[j * ist] * ds];             \
+    }
+GATHER_FAST(uint8_t)
+GATHER_FAST(uint16_t)
+GATHER_FAST(uint32_t)
+GATHER_FAST(uint64_t)
+
 static int gather_rows(const mwalk *w, int64_t r0, int64_t r1, int wrap, int64_t *bad) {
     int last = w->ndim - 1;
     int64_t n = w->sizes[last], as = w->a_st[last], bs = w->b_st[last], ist = w->i_st[last], ds = w->dim_stride;
     int64_t lo = wrap ? -w->dim_size : 0, hi = w->dim_size;
+    int item = w->item;
+    /* element strides, when every byte stride is a whole number of elements (always, for
+     * tensors of this dtype; checked so the typed path is never wrong) */
+    int typed = as % item == 0 && bs % item == 0 && ds % item == 0;
     for (int64_t r = r0; r < r1; r++) {
         char *a, *b;
         const int64_t *ip;
         mwalk_row(w, r, &a, &b, &ip);
-        switch (w->item) {
+        int64_t mn = INT64_MAX, mx = INT64_MIN;
+        index_minmax(ip, n, ist, &mn, &mx);
+        if (typed && n > 0 && mn >= 0 && mx < hi) {
+            int64_t e_as = as / item, e_bs = bs / item, e_ds = ds / item;
+            switch (item) {
+                case 1: gather_fast_uint8_t((uint8_t *)a, (const uint8_t *)b, ip, n, e_as, e_bs, ist, e_ds); break;
+                case 2: gather_fast_uint16_t((uint16_t *)a, (const uint16_t *)b, ip, n, e_as, e_bs, ist, e_ds); break;
+                case 4: gather_fast_uint32_t((uint32_t *)a, (const uint32_t *)b, ip, n, e_as, e_bs, ist, e_ds); break;
+                default: gather_fast_uint64_t((uint64_t *)a, (const uint64_t *)b, ip, n, e_as, e_bs, ist, e_ds); break;
+            }
+            continue;
+        }
+        switch (item) {
             case 1: GATHER_LOOP(uint8_t) break;
             case 2: GATHER_LOOP(uint16_t) break;
             case 4: GATHER_LOOP(uint32_t) break;
