@@ -305,7 +305,18 @@ def matmul_backward(grad, self, other, mask):
     if mask[0]:
         ga = _F.matmul(grad, b.transpose(-1, -2))
     if mask[1]:
-        gb = _F.matmul(a.transpose(-1, -2), grad)
+        if db == 2:
+            # a matrix shared by the batch: one GEMM over the flattened batch, computed in
+            # b's own layout, so that linear's weight.t() hands the weight a contiguous
+            # gradient (AccumulateGrad then keeps it instead of copying)
+            a2 = a if da == 2 else a.reshape(-1, a._shape[-1])
+            g2 = grad if da == 2 else grad.reshape(-1, grad._shape[-1])
+            if b._stride[0] == 1 and b._stride[1] != 1:
+                gb = _F.mm(g2.transpose(0, 1), a2).transpose(0, 1)
+            else:
+                gb = _F.mm(a2.transpose(0, 1), g2)
+        else:
+            gb = _F.matmul(a.transpose(-1, -2), grad)
     return ga, gb
 
 

@@ -48,11 +48,12 @@ def sum_to(g, shape):
     if gs == shape:
         return g
     lead = len(gs) - len(shape)
-    dims = list(range(lead))
-    for i, n in enumerate(shape):
-        if n == 1 and gs[lead + i] != 1:
-            dims.append(lead + i)
-    r = g.sum(dims, keepdim=True) if dims else g
+    inner = [lead + i for i, n in enumerate(shape) if n == 1 and gs[lead + i] != 1]
+    r = g.sum(inner, keepdim=True) if inner else g
+    if lead:
+        # the leading dims summed without keepdim: the result is a tensor of its own, not a
+        # view, so AccumulateGrad can take it as .grad without a copy
+        r = r.sum(list(range(lead)))
     if r._shape != shape:
         r = r.reshape(shape)
     return r
@@ -93,6 +94,14 @@ def _clone_for(var, g):
     return out
 
 
+def _whole_view_of_unshared_base(g):
+    base = g._base
+    if base is None or base._shape != g._shape or base._stride != g._stride or base._offset != g._offset:
+        return False
+    # references: g._base, `base` here, getrefcount's argument; the storage: base's, g's, the argument
+    return _getrefcount(base) <= 3 and _getrefcount(g._storage) <= 3
+
+
 def accumulate(var, g, _steal_refs=4):
     """var.grad += g, as AccumulateGrad does: steal g when nobody else holds it, copy it
     otherwise; in place when grad mode is off, out of place (recorded) under create_graph."""
@@ -104,6 +113,11 @@ def accumulate(var, g, _steal_refs=4):
         elif (_getrefcount(g) <= _steal_refs and g._base is None and _getrefcount(g._storage) <= 2
               and _layout_ok(g, var)):
             var._grad = g if not g._requires_grad else g.detach()
+        elif _getrefcount(g) <= _steal_refs and _whole_view_of_unshared_base(g) and _layout_ok(g._base, var):
+            # g views all of a base nobody else holds, element for element (the transpose of
+            # a transposed matmul gradient, as linear's weight gets): take the base
+            base = g._base
+            var._grad = base if not base._requires_grad else base.detach()
         else:
             var._grad = _clone_for(var, g)
     elif grad_mode._state.grad:

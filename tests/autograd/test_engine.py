@@ -863,3 +863,22 @@ def test_reflected_operators_with_a_number_first_record_gradients():
     xs = np.array([1.0, 2.0, 4.0])
     np.testing.assert_allclose(x.grad.numpy(), -2 / xs ** 2 + np.log(2) * 2 ** xs)
     assert (3 / x).grad_fn is not None and (7 // x).dtype == P.float64
+
+
+def test_linear_gradients_land_in_grad_without_a_copy():
+    """AccumulateGrad takes the gradient buffers themselves (PyTorch steals them too): the
+    weight's through weight.t() is computed in that layout, the bias's is a fresh sum."""
+    import pytorchlite as P
+    import pytorchlite.nn as nn
+    from pytorchlite.autograd import engine
+    m = nn.Linear(5, 3)
+    copies = []
+    orig = engine._clone_for
+    engine._clone_for = lambda var, g: copies.append(var) or orig(var, g)
+    try:
+        m(P.randn(4, 2, 5)).sum().backward()
+    finally:
+        engine._clone_for = orig
+    assert copies == []
+    for p in (m.weight, m.bias):
+        assert p.grad.is_contiguous() and p.grad._base is None and p.grad.stride() == p.stride()
