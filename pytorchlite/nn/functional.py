@@ -91,13 +91,17 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
                          f"({target.shape[0]}).")
     c = input.shape[1]
     valid = target != ignore_index
-    safe_target = pytorchlite.where(valid, target, pytorchlite.zeros_like(target))
-    if bool(((safe_target < 0) | (safe_target >= c)).any()):
-        raise IndexError(f"Target {int(safe_target.max())} is out of bounds.")
-    onehot = _one_hot(safe_target, c, input.dtype)
-    w = onehot if weight is None else onehot * weight.view([1, c] + [1] * (input.dim() - 2))
-    w = w * valid.unsqueeze(1).to(input.dtype)
-    loss = -(input * w).sum(1)
+    safe_target = pytorchlite.where(valid, target, 0)
+    # each sample's log-probability at its class (gathered: work of N, not N x C)
+    try:
+        picked = input.gather(1, safe_target.unsqueeze(1)).squeeze(1)
+    except RuntimeError:
+        bad = safe_target[(safe_target < 0) | (safe_target >= c)]
+        if bad.numel():
+            raise IndexError(f"Target {int(bad[0])} is out of bounds.") from None
+        raise
+    w = valid.to(input.dtype) if weight is None else weight[safe_target] * valid
+    loss = -(picked * w)
     return _reduce(loss, reduction, w.sum() if reduction == "mean" else None)
 
 
