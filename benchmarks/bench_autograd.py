@@ -4,6 +4,7 @@
 On tensors this small the kernels cost nothing; what is measured is recording the graph
 (one node per op, saved values, edges) and running it backward (dependency counting,
 one formula per node, accumulation into .grad). The goal is at most 1.5x PyTorch's time.
+Then the backward of matmul- and conv-sized work (goal: within 1.1x PyTorch's time).
 Also reported: the same chain under no_grad (the forward alone, nothing recorded), and
 the backward alone.
 
@@ -71,6 +72,27 @@ def main():
     b.latency("tensor operands: forward, no_grad", lambda: no_grad_t(ptl, x, c, d),
               (lambda: no_grad_t(torch, tx, tc, td)) if torch else None, None)
     b.print()
+
+    # backward of matmul-sized work (the goal: within 1.1x PyTorch's time): the
+    # graph is recorded once and kept (retain_graph), so only backward is timed
+    big = Bench("autograd: backward of large work, float32 (graph recorded once, backward timed)")
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal((512, 512)).astype(np.float32), rng.standard_normal((512, 512)).astype(np.float32)
+    wn, xn4 = rng.standard_normal((32, 16, 3, 3)).astype(np.float32), rng.standard_normal((32, 16, 28, 28)).astype(np.float32)
+
+    def backward_of(lib, make_loss, leaves):
+        loss = make_loss(lib, *[lib.tensor(v, requires_grad=True) for v in leaves])
+
+        def run():
+            loss.backward(retain_graph=True)
+        return run
+    mm_loss = (lambda lib, a, b: lib.relu(a @ b).sum())
+    conv_loss = (lambda lib, x, w: lib.nn.functional.conv2d(x, w, padding=1).relu().sum())
+    big.latency("relu(A @ B).sum() backward, 512x512", backward_of(ptl, mm_loss, (an, bn)),
+                backward_of(torch, mm_loss, (an, bn)) if torch else None, None)
+    big.latency("conv2d 32x16x28x28, 32 3x3 filters: backward", backward_of(ptl, conv_loss, (xn4, wn)),
+                backward_of(torch, conv_loss, (xn4, wn)) if torch else None, None)
+    big.print()
 
     # the backward alone: graphs built ahead, then timed backward per graph
     import statistics
