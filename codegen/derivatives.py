@@ -682,14 +682,20 @@ def render_nodes(env, derivs):
 
 # --- the autograd part of a binding ---------------------------------------------------------
 
-def _dual_expr(a, var, tensor_scalar):
+def _tensor_test(a, var, tensor_scalar, test, list_fn):
+    """An expression true when argument `a` (variable `var`) is a tensor passing `test`
+    (a format string over the variable), for lists through `list_fn`."""
     if a.type.is_tensor_list:
-        return f"_fw.any_dual({var})"
+        return f"{list_fn}({var})"
     if tensor_scalar:
-        return f"(isinstance({var}, _Tensor) and {var}._fw is not None)"
+        return f"(isinstance({var}, _Tensor) and {test.format(var)})"
     if a.type.optional:
-        return f"({var} is not None and {var}._fw is not None)"
-    return f"{var}._fw is not None"
+        return f"({var} is not None and {test.format(var)})"
+    return test.format(var)
+
+
+def _dual_expr(a, var, tensor_scalar):
+    return _tensor_test(a, var, tensor_scalar, "{}._fw is not None", "_fw.any_dual")
 
 
 def _tangent_expr(a, var, tensor_scalar):
@@ -743,13 +749,7 @@ def forward_lines(d, op, var_of, call, mutates, with_out):
 
 
 def _requires_grad_expr(a, var, tensor_scalar):
-    if a.type.is_tensor_list:
-        return f"_ag.any_requires_grad({var})"
-    if tensor_scalar:
-        return f"(isinstance({var}, _Tensor) and {var}._requires_grad)"
-    if a.type.optional:
-        return f"({var} is not None and {var}._requires_grad)"
-    return f"{var}._requires_grad"
+    return _tensor_test(a, var, tensor_scalar, "{}._requires_grad", "_ag.any_requires_grad")
 
 
 def binding_lines(d, op, var_of, run_lines, inplace, with_out, runs_kernel):

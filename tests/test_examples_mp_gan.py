@@ -1,21 +1,13 @@
 """examples/hogwild.py (several processes training one shared model) and examples/gan.py
 (the paper's Listing 2 at scale) run end to end with small settings."""
 
-import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
+from examples_util import ROOT, load_example  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _example(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "examples", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.mark.parametrize("method", ["spawn", "fork"])
@@ -32,7 +24,7 @@ def test_hogwild_children_train_the_parents_model(method):
 
 
 def test_gan_learns_the_ring_of_gaussians(capsys):
-    mod = _example("gan")
+    mod = load_example("gan")
     history = mod.main(["--steps", "800", "--log-every", "400", "--no-plot"])
     (_, d0, close0, _), (_, d1, close1, covered) = history[0], history[-1]
     assert len(history) == 3 and "800 steps in" in capsys.readouterr().out

@@ -1,22 +1,13 @@
 """examples/char_lstm.py: the character-level LSTM language model trains (its loss falls)
 and samples text, run with tiny settings through its main(argv)."""
 
-import importlib.util
 import math
-import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _example(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "examples", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from examples_util import load_example
 
 
 def test_char_lstm_loss_falls_and_it_samples(capsys):
-    mod = _example("char_lstm")
+    mod = load_example("char_lstm")
     losses = mod.main(["--epochs", "3", "--steps", "8", "--batch-size", "8", "--seq-len", "24",
                        "--hidden-size", "48", "--sample-length", "40", "--prompt", "When "])
     out = capsys.readouterr().out
@@ -31,7 +22,7 @@ def test_char_lstm_loss_falls_and_it_samples(capsys):
 
 
 def test_training_text_is_the_sonnets_without_header():
-    mod = _example("char_lstm")
+    mod = load_example("char_lstm")
     text = mod.load_text()
     assert "#" not in text and text.startswith("I\n")
     assert "Shall I compare thee to a summer's day?" in text
@@ -41,7 +32,7 @@ def test_training_text_is_the_sonnets_without_header():
 
 
 def test_stacked_model_with_dropout_shapes():
-    mod = _example("char_lstm")
+    mod = load_example("char_lstm")
     import pytorchlite
     model = mod.CharLSTM(20, embed_dim=8, hidden_size=12, num_layers=2, dropout=0.3)
     logits, (h, c) = model(pytorchlite.randint(0, 20, (3, 7)))

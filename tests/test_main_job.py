@@ -1,27 +1,18 @@
 """The README's main job: examples/train_digits.py trains the digits CNN to at least 97%
 held-out accuracy, and its checkpoint reloads into a fresh model with the same accuracy."""
 
-import importlib.util
-import os
 
 import pytest
 
 pytest.importorskip("sklearn")
 
 import pytorchlite  # noqa: E402
+from examples_util import load_example  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _example(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "examples", f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_train_digits_reaches_97_percent_and_checkpoint_reloads(tmp_path, capsys):
-    acc = _example("train_digits").main(["--out", str(tmp_path)])
+    acc = load_example("train_digits").main(["--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert acc >= 0.97, out
     ckpt = tmp_path / "digits_cnn.safetensors"
@@ -32,7 +23,7 @@ def test_train_digits_reaches_97_percent_and_checkpoint_reloads(tmp_path, capsys
 
 
 def test_checkpoint_roundtrip_of_an_untrained_model(tmp_path):
-    mod = _example("train_digits")
+    mod = load_example("train_digits")
     x_train, y_train, x_test, y_test = mod.load_digits_split(0)
     model = mod.CNN()
     opt = pytorchlite.optim.Adam(model.parameters())

@@ -106,14 +106,20 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             ana = np.zeros(t._shape) if g is None else _values(g)
             num = _numerical(func, inputs, i, k, u_np, eps, _record_numerical)
             ana_f, num_f = ana.reshape(-1), num.reshape(-1)
-            bad = np.abs(ana_f - num_f) > atol + rtol * np.abs(num_f)
-            bad |= np.isnan(ana_f) != np.isnan(num_f)
-            if bad.any():
-                j = int(np.argmax(bad))
+            j = _first_mismatch(ana_f, num_f, atol, rtol)
+            if j is not None:
                 return _fail(f"Jacobian mismatch for output {k} with respect to argument {i} at index "
                              f"{_index(t._shape, j)}: got {ana_f[j]!r} (backward), expected {num_f[j]!r} "
                              f"(finite differences, eps={eps}) along a random output direction", raise_exception)
     return True
+
+
+def _first_mismatch(got, want, atol, rtol):
+    """The first flat index where `got` is not within atol + rtol * |want| of `want` (or
+    only one of them is nan), or None."""
+    bad = np.abs(got - want) > atol + rtol * np.abs(want)
+    bad |= np.isnan(got) != np.isnan(want)
+    return int(np.argmax(bad)) if bad.any() else None
 
 
 def _check_forward(func, inputs, diff, eps, atol, rtol, rng, raise_exception):
@@ -154,10 +160,8 @@ def _check_forward(func, inputs, diff, eps, atol, rtol, rng, raise_exception):
             if g.shape != num.shape:
                 return _fail(f"Forward AD tangent of output {k} has {g.size} elements, the output has {num.size}",
                              raise_exception)
-            bad = np.abs(g - num) > atol + rtol * np.abs(num)
-            bad |= np.isnan(g) != np.isnan(num)
-            if bad.any():
-                j = int(np.argmax(bad))
+            j = _first_mismatch(g, num, atol, rtol)
+            if j is not None:
                 return _fail(f"Jacobian mismatch for output {k} with respect to argument {i} at output index "
                              f"{j}: got {g[j]!r} (forward AD), expected {num[j]!r} (finite differences, eps={eps}) "
                              f"along a random input direction", raise_exception)
