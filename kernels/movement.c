@@ -149,6 +149,10 @@ static void mwalk_row(const mwalk *w, int64_t r, char **pa, char **pb, const int
  * early exit; the slow search for the first bad value runs only when this finds one). */
 static PTL_HOT void index_minmax(const int64_t *ip, int64_t n, int64_t ist, int64_t *mn, int64_t *mx) {
     int64_t lo = *mn, hi = *mx;
+    if (ist == 0 && n > 0) {      /* an index broadcast along the row: one value */
+        n = 1;
+        ist = 1;
+    }
     if (ist == 1) {
         for (int64_t j = 0; j < n; j++) {
             int64_t v = ip[j];
@@ -443,6 +447,25 @@ static void scatter_block(const mwalk *w, int64_t r0, int64_t r1, int64_t c0, in
                 int64_t v = ip[j * ist];
                 if (v < 0) v += n;
                 memcpy(b + j * bs + v * ds, a + j * as, (size_t)item);
+            }
+        } else if (op == SC_ADD && w->dtype == PTL_F32 && as == 4 && ist == 0 && bs == 4 && ds % 4 == 0) {
+            /* index_add along a leading dim: one index for the whole row, so the row is a
+             * contiguous vector add (one destination row per index, as rows of the walk
+             * run one after another on a thread) */
+            int64_t v = ip[0];
+            v += v < 0 ? n : 0;
+            float *d = (float *)(b + v * ds);
+            const float *src = (const float *)a;
+            for (int64_t j = c0; j < c1; j++) d[j] += src[j];
+        } else if (op == SC_ADD && w->dtype == PTL_F32 && as == 4 && ist == 1 && bs % 4 == 0 && ds % 4 == 0) {
+            /* the common scatter_add / index_add: typed, unit-stride source and index */
+            float *d = (float *)b;
+            const float *src = (const float *)a;
+            int64_t ebs = bs / 4, eds = ds / 4;
+            for (int64_t j = c0; j < c1; j++) {
+                int64_t v = ip[j];
+                v += v < 0 ? n : 0;
+                d[j * ebs + v * eds] += src[j];
             }
         } else if (op == SC_ADD && w->dtype == PTL_F32) {
             for (int64_t j = c0; j < c1; j++) {
