@@ -160,8 +160,11 @@ int ptl_run_contiguous(int ntensors, char **data, const int64_t *itemsizes, int6
  * multi-versioning), so shipped builds never use -march=native: x86-64-v4 (AVX-512),
  * x86-64-v3 (AVX2 with FMA: plain "avx2" leaves FMA out, and the float32 exp/log/tanh
  * polynomials ran at half speed without it) and baseline x86-64. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(PTL_NO_CLONES)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(PTL_NO_CLONES) && __GNUC__ >= 11
 #define PTL_HOT __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(PTL_NO_CLONES)
+/* GCC before 11 does not know the x86-64-v* levels */
+#define PTL_HOT __attribute__((target_clones("avx2", "default")))
 #else
 #define PTL_HOT
 #endif
