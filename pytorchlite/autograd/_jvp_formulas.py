@@ -3,7 +3,7 @@ one line: given the primal inputs and result and the input tangents, the result'
 They are written in pytorchlite operators, like the backward helpers."""
 
 __all__ = ["linalg_solve_jvp", "cholesky_jvp", "trace_of_solve", "pad_jvp", "eigh_jvp", "svd_jvp",
-           "reduction_jvp", "minmax_jvp"]
+           "reduction_jvp", "minmax_jvp", "qr_jvp", "lstsq_jvp"]
 
 
 def pad_jvp(self_t, pad, mode):
@@ -129,3 +129,52 @@ def minmax_jvp(self, self_t, dim, dim_t, keepdim, values, indices):
     idx = indices if keepdim else indices.unsqueeze(dim)
     v = self_t.gather(dim, idx)
     return (v if keepdim else v.squeeze(dim), None)
+
+
+def _qr_square_jvp(A_t, Q, R):
+    """A = QR with square R: B = Q^T A_t R^-1 splits into the skew Q^T Q_t (from its strict
+    lower triangle) and the upper triangular R_t R^-1."""
+    from pytorchlite.generated import functions as F
+    X = F.linalg_solve_triangular(R, A_t, upper=True, left=False)        # A_t R^-1
+    B = Q.mT.matmul(X)
+    L = B.tril(-1)
+    omega = L - L.mT
+    U = B - omega
+    return X - Q.matmul(U), U.matmul(R)
+
+
+def qr_jvp(A, A_t, mode, Q, R):
+    """Tangents of (Q, R) for mode 'reduced' (or 'complete' where it is the same: m <= n).
+    Tall A: the formula above with the reduced factors. Wide A = Q [R1 R2]: R1 from the
+    square part, R2_t = Q_t^T A2 + Q^T A2_t."""
+    from pytorchlite.generated import functions as F
+    m, n = A.shape[-2], A.shape[-1]
+    if mode == "r" or (mode == "complete" and m > n):
+        raise NotImplementedError(f"forward AD of linalg.qr is not supported with mode='{mode}' for this shape "
+                                  "(it needs the reduced Q)")
+    if m >= n:
+        return _qr_square_jvp(A_t, Q, R)
+    A2 = A.narrow(-1, m, n - m)
+    Q_t, R1_t = _qr_square_jvp(A_t.narrow(-1, 0, m), Q, R.narrow(-1, 0, m))
+    R2_t = Q_t.mT.matmul(A2) + Q.mT.matmul(A_t.narrow(-1, m, n - m))
+    return Q_t, F.cat([R1_t, R2_t], -1)
+
+
+def lstsq_jvp(A, B, A_t, B_t, X):
+    """X = argmin ||AX - B|| for A of full rank. m >= n: X = (A^T A)^-1 A^T B, so
+    X_t = (A^T A)^-1 (A_t^T (B - AX) + A^T (B_t - A_t X)). m < n (minimum norm):
+    X = A^T Y with Y = (A A^T)^-1 B, Y_t = (A A^T)^-1 (B_t - A_t X - A A_t^T Y),
+    X_t = A_t^T Y + A^T Y_t. A B one dimension short of A is a (batch of) vector(s)."""
+    from pytorchlite.generated import functions as F
+    vector = B.ndim == A.ndim - 1
+    b, b_t, x = (B.unsqueeze(-1), B_t.unsqueeze(-1), X.unsqueeze(-1)) if vector else (B, B_t, X)
+    m, n = A.shape[-2], A.shape[-1]
+    if m >= n:
+        rhs = A_t.mT.matmul(b - A.matmul(x)) + A.mT.matmul(b_t - A_t.matmul(x))
+        x_t = F.linalg_solve(A.mT.matmul(A), rhs)
+    else:
+        G = A.matmul(A.mT)
+        Y = F.linalg_solve(G, b)
+        Y_t = F.linalg_solve(G, b_t - A_t.matmul(x) - A.matmul(A_t.mT.matmul(Y)))
+        x_t = A_t.mT.matmul(Y) + A.mT.matmul(Y_t)
+    return (x_t.squeeze(-1) if vector else x_t, None, None, None)

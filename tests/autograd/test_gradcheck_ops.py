@@ -573,11 +573,12 @@ def test_gradgradcheck(name):
 # operators with a forward-mode formula (`result:` in derivatives.yaml)
 FORWARD = sorted(n for n, d in DERIVS.items() if d.jvp is not None)
 # the ones the forward-mode promise covers: every pointwise operator, the matrix products
-# and the LAPACK-backed linalg functions (QR and lstsq have none yet)
+# and the LAPACK-backed linalg functions
 FORWARD_REQUIRED = sorted({n for n, d in DERIVS.items() if d.op.kind == "pointwise"} | {
     "mm", "bmm", "matmul", "addmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "outer", "addr",
     "linalg_inv", "linalg_det", "linalg_slogdet", "linalg_solve", "linalg_cholesky", "_linalg_svd",
-    "_linalg_eigh", "linalg_solve_triangular", "linalg_inv_ex", "linalg_cholesky_ex", "linalg_pinv"})
+    "_linalg_eigh", "linalg_solve_triangular", "linalg_inv_ex", "linalg_cholesky_ex", "linalg_pinv", "linalg_qr",
+    "linalg_lstsq"})
 
 
 def test_pointwise_and_linear_algebra_have_forward_formulas():
