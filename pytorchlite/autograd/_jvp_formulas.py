@@ -3,7 +3,8 @@ one line: given the primal inputs and result and the input tangents, the result'
 They are written in pytorchlite operators, like the backward helpers."""
 
 __all__ = ["linalg_solve_jvp", "cholesky_jvp", "trace_of_solve", "pad_jvp", "eigh_jvp", "svd_jvp",
-           "reduction_jvp", "minmax_jvp", "qr_jvp", "lstsq_jvp"]
+           "reduction_jvp", "minmax_jvp", "qr_jvp", "lstsq_jvp",
+           "logcumsumexp_jvp", "scatter_jvp"]
 
 
 def pad_jvp(self_t, pad, mode):
@@ -178,3 +179,24 @@ def lstsq_jvp(A, B, A_t, B_t, X):
         Y_t = F.linalg_solve(G, b_t - A_t.matmul(x) - A.matmul(A_t.mT.matmul(Y)))
         x_t = A_t.mT.matmul(Y) + A.mT.matmul(Y_t)
     return (x_t.squeeze(-1) if vector else x_t, None, None, None)
+
+
+def logcumsumexp_jvp(self, self_t, dim, result):
+    """y_i = log sum_{j<=i} e^{x_j}: y_t_i = sum_{j<=i} e^{x_j - y_i} x_t_j, computed with the
+    slice's max m as exp(m - y_i) * cumsum(exp(x - m) * x_t)."""
+    if self.ndim == 0:
+        return self_t
+    m = self.amax(dim, keepdim=True)
+    m = m.masked_fill(m.isinf(), 0)
+    return (m - result).exp() * ((self - m).exp() * self_t).cumsum(dim)
+
+
+def scatter_jvp(self_t, dim, index, src_t, reduce):
+    """scatter is linear in (self, src) when it assigns or adds; multiply is not."""
+    from pytorchlite.generated import functions as F
+    if reduce is None:
+        return F.scatter(self_t, dim, index, src_t)
+    if reduce == "add":
+        return F.scatter(self_t, dim, index, src_t, reduce="add")
+    raise NotImplementedError(f"Trying to use forward AD with scatter(reduce='{reduce}') that does not support it "
+                              "because it has not been implemented yet.")
