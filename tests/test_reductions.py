@@ -502,3 +502,25 @@ def test_portable_loops_match_avx2():
         outs.append(subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
                                    check=True).stdout)
     assert outs[0] == outs[1]
+
+
+def test_isclose_allclose_equal_match_pytorch():
+    torch = pytest.importorskip("torch")
+    nan, inf = float("nan"), float("inf")
+    cases = [([1.0, nan, inf, 2.0, -inf], [1.0 + 1e-9, nan, inf, 2.1, inf], {}),
+             ([1.0, nan], [1.0, nan], {"equal_nan": True}),
+             ([1, 2, 5], [1, 3, 7], {"atol": 1}),
+             ([1.0, 2.0], [[1.0], [2.0]], {"rtol": 0.0, "atol": 0.0})]
+    for a, b, kw in cases:
+        ta, tb = torch.tensor(a), torch.tensor(b)
+        pa, pb = ptl.tensor(a), ptl.tensor(b)
+        assert ptl.isclose(pa, pb, **kw).tolist() == torch.isclose(ta, tb, **kw).tolist()
+        assert ptl.allclose(pa, pb, **kw) is torch.allclose(ta, tb, **kw)
+        assert pa.isclose(pb, **kw).tolist() == ta.isclose(tb, **kw).tolist()
+    assert ptl.equal(ptl.tensor([1, 2]), ptl.tensor([1.0, 2.0])) is True
+    assert ptl.equal(ptl.tensor([1.0, nan]), ptl.tensor([1.0, nan])) is False
+    assert ptl.tensor([1, 2]).equal(ptl.tensor([1, 2, 3])) is False
+    with pytest.raises(RuntimeError, match="Long did not match Float"):
+        ptl.isclose(ptl.tensor([1]), ptl.tensor([1.0]))
+    with pytest.raises(RuntimeError, match="rtol must be greater than or equal to zero, but got -1"):
+        ptl.allclose(ptl.tensor([1.0]), ptl.tensor([1.0]), rtol=-1)

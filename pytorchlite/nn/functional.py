@@ -471,6 +471,9 @@ def adaptive_avg_pool2d(input, output_size):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing `normalized_shape` dims, then the elementwise affine."""
+    if isinstance(normalized_shape, int):
+        # (nn.LayerNorm takes an int; the function, like PyTorch's, wants a sequence)
+        raise TypeError("layer_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not int")
     return pytorchlite.layer_norm(input, _ntuple(normalized_shape, 1), weight, bias, eps)
 
 

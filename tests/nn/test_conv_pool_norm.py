@@ -505,3 +505,10 @@ def test_native_layer_norm_statistics_match_torch(dtype, tdtype, tol):
         P.native_layer_norm(P.ones(2, 5), [5], P.ones(4), None, 1e-5)
     with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
         P.native_layer_norm(P.ones(2, 5).long(), [5], None, None, 1e-5)
+
+
+def test_functional_layer_norm_wants_a_sequence_as_pytorch():
+    import pytorchlite.nn.functional as F
+    with pytest.raises(TypeError, match="argument 'normalized_shape' \\(position 2\\) must be tuple of ints, not int"):
+        F.layer_norm(P.randn(2, 5), 5)
+    assert tuple(nn.LayerNorm(5)(P.randn(2, 5)).shape) == (2, 5)     # the module takes an int
