@@ -352,6 +352,11 @@ for _name in ("silu", "mish", "hardsigmoid", "hardswish", "relu6"):
     COMPOSITE_CASES[_name] = (getattr(F, _name), getattr(TF, _name), [lambda d: ((_t()(d),), {})])
 COMPOSITE_CASES["elu"] = (F.elu, TF.elu, [lambda d: ((_t()(d),), {}), lambda d: ((_t()(d), 0.5), {})])
 COMPOSITE_CASES["leaky_relu"] = (F.leaky_relu, TF.leaky_relu, [lambda d: ((_t()(d), 0.2), {})])
+for _name in ("isclose", "allclose", "equal"):
+    _extra = [] if _name == "equal" else [lambda d: ((_t()(d), _t()(d)), {"rtol": 0.5, "atol": 0.25,
+                                                                     "equal_nan": True})]
+    COMPOSITE_CASES[_name] = (getattr(pytorchlite, _name), getattr(torch, _name), [
+        lambda d: ((_t()(d), _t()(d)), {}), lambda d: ((_t()(d),) * 2, {})] + _extra)
 COMPOSITE_CASES["hardtanh"] = (F.hardtanh, TF.hardtanh, [
     lambda d: ((_t()(d),), {}), lambda d: ((_t()(d), -0.5, 2.0), {}), lambda d: ((_t()(d), 2.0, -1.0), {}),
     lambda d: ((_t()(d), 0.0, 2.0), {}),
