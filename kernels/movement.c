@@ -434,7 +434,7 @@ static inline void combine(char *d, const char *s, int dtype, int op) {
 }
 
 /* rows [r0, r1), columns [c0, c1) of the walk; a = src, b = dst (restrided) */
-static void scatter_block(const mwalk *w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int op) {
+static PTL_HOT void scatter_block(const mwalk *w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int op) {
     int last = w->ndim - 1;
     int64_t as = w->a_st[last], bs = w->b_st[last], ist = w->i_st[last], ds = w->dim_stride, n = w->dim_size;
     int item = w->item;
@@ -511,6 +511,25 @@ int ptl_scatter(const ptl_tensor *ts, int64_t dim_size, int64_t dim_stride, int 
             {
                 int t = omp_get_thread_num(), nt = omp_get_num_threads();
                 scatter_block(&w, rows * t / nt, rows * (t + 1) / nt, 0, cols, op);
+            }
+            return PTL_OK;
+        }
+        if (dim == 0 && last == 1 && w.i_st[1] == 0 && w.b_st[0] == 0 && rows > 1 &&
+            llabs(w.dim_stride) >= cols * llabs(w.b_st[1])) {
+            /* index_add / index_copy of whole rows along dim 0: row r lands in destination
+             * row idx[r], and rows with different destinations never overlap. Each thread
+             * takes the walk rows whose destination is in its own range, so it streams whole
+             * source rows (splitting the columns instead would halve every row's stream) */
+            if (chunks > w.dim_size) chunks = w.dim_size;
+#pragma omp parallel num_threads((int)chunks)
+            {
+                int t = omp_get_thread_num(), nt = omp_get_num_threads();
+                int64_t lo = w.dim_size * t / nt, hi = w.dim_size * (t + 1) / nt;
+                for (int64_t r = 0; r < rows; r++) {
+                    int64_t v = w.idx[r * w.i_st[0]];
+                    v += v < 0 ? w.dim_size : 0;
+                    if (v >= lo && v < hi) scatter_block(&w, r, r + 1, 0, cols, op);
+                }
             }
             return PTL_OK;
         }

@@ -388,6 +388,12 @@ static const ptl_loop_fn copy_table[PTL_NUM_DTYPES][PTL_NUM_DTYPES] = {
     static void move_##W(char **data, const int64_t *st, int64_t n, const ptl_scalar *sc) {     \
         (void)sc;                                                                               \
         if (st[0] == W && st[1] == W) { memcpy(data[0], data[1], (size_t)(n * W)); return; }    \
+        if (st[0] == W && st[1] == -W) { /* a flipped row: a loop the compiler vectorises */    \
+            T *o = (T *)data[0];                                                                \
+            const T *i = (const T *)data[1];                                                    \
+            for (int64_t k = 0; k < n; k++) o[k] = i[-k];                                       \
+            return;                                                                             \
+        }                                                                                       \
         char *o = data[0];                                                                      \
         const char *i = data[1];                                                                \
         for (int64_t k = 0; k < n; k++) *(T *)(o + k * st[0]) = *(const T *)(i + k * st[1]);    \
