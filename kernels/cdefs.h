@@ -25,6 +25,7 @@ int ptl_gemm(const ptl_tensor *ts, double alpha_d, int64_t alpha_i, double beta_
 int ptl_gemm2d(int dtype, intptr_t c, intptr_t a, intptr_t b, int64_t M, int64_t N, int64_t K,
                int64_t rsa, int64_t csa, int64_t rsb, int64_t csb,
                double alpha_d, int64_t alpha_i, double beta_d, int64_t beta_i);
+int ptl_set_gemm(intptr_t sgemm, intptr_t dgemm, intptr_t sgemm_batch, intptr_t dgemm_batch);
 
 /* indexing: index.c */
 int ptl_index_gather(const ptl_tensor *out, const ptl_tensor *src, int nidx, const ptl_tensor *idx,
@@ -107,6 +108,8 @@ int ptl_softmax_forward(int dtype, intptr_t x, intptr_t y, int64_t outer, int64_
 int ptl_softmax_backward(int dtype, intptr_t g, intptr_t y, intptr_t gx, int64_t outer, int64_t n, int64_t inner,
                          int is_log);
 int ptl_conv2d(int which, int dtype, const int64_t *g, intptr_t a, intptr_t b, intptr_t c, intptr_t d);
+int ptl_nll_loss(int backward, int dtype, intptr_t x_or_g, intptr_t target, int t_u8, intptr_t weight, int64_t N,
+                 int64_t C, int64_t D, int reduction, int64_t ignore, intptr_t out, intptr_t total, int64_t *bad);
 int ptl_pool2d(int which, int dtype, const int64_t *p, intptr_t a, intptr_t b, intptr_t c, int flags, int64_t dov);
 int ptl_layer_norm(int dtype, intptr_t x, intptr_t w, intptr_t b, intptr_t y, intptr_t mean, intptr_t rstd,
                    int64_t R, int64_t M, double eps);

@@ -10,11 +10,11 @@
  * dot and matmul are all this one computation with the right geometry. The Python side checks
  * shapes and dtypes first; the checks here only guard memory safety.
  *
- * float32/float64 go to OpenBLAS (the scipy-openblas32 build: every symbol has a `scipy_`
- * prefix and blasint is 32-bit). A matrix whose rows or columns are contiguous is handed
+ * float32/float64 go to the BLAS chosen at import (ptl_blas.h: OpenBLAS from the
+ * scipy-openblas32 build, or MKL when installed; blasint is 32-bit either way). A matrix whose rows or columns are contiguous is handed
  * over as it is, transposed when it is column-major, so `a @ b.t()` copies nothing; a matrix
  * with neither layout (step-sliced both ways, expanded rows) is packed into a buffer.
- * OpenBLAS runs its own thread pool, so the batch loop calls it from one thread.
+ * The BLAS runs its own threads, so the batch loop calls it from one thread.
  *
  * float16/bfloat16 are widened to float32, multiplied by sgemm and rounded once on store.
  * Integers use a blocked C kernel that wraps like the dtype: for types of 32 bits or fewer
@@ -27,9 +27,34 @@
 #include <stdlib.h>
 
 #include <omp.h>
-#include <cblas.h>
 
 #include "ptl.h"
+#include "ptl_blas.h"
+
+/* ---- the GEMM in use (see ptl_blas.h) --------------------------------------------------- */
+
+ptl_sgemm_fn *ptl_sgemm = scipy_cblas_sgemm;
+ptl_dgemm_fn *ptl_dgemm = scipy_cblas_dgemm;
+ptl_sgemm_batch_fn *ptl_sgemm_batch = scipy_cblas_sgemm_batch_strided;
+ptl_dgemm_batch_fn *ptl_dgemm_batch = scipy_cblas_dgemm_batch_strided;
+
+/* Point GEMM at another CBLAS (all four addresses), or back at OpenBLAS (all zero). Called
+ * once at import, before any kernel runs. */
+int ptl_set_gemm(intptr_t sgemm, intptr_t dgemm, intptr_t sgemm_batch, intptr_t dgemm_batch) {
+    if (!sgemm && !dgemm && !sgemm_batch && !dgemm_batch) {
+        ptl_sgemm = scipy_cblas_sgemm;
+        ptl_dgemm = scipy_cblas_dgemm;
+        ptl_sgemm_batch = scipy_cblas_sgemm_batch_strided;
+        ptl_dgemm_batch = scipy_cblas_dgemm_batch_strided;
+        return PTL_OK;
+    }
+    if (!sgemm || !dgemm || !sgemm_batch || !dgemm_batch) return PTL_ERR_ARG;
+    ptl_sgemm = (ptl_sgemm_fn *)sgemm;
+    ptl_dgemm = (ptl_dgemm_fn *)dgemm;
+    ptl_sgemm_batch = (ptl_sgemm_batch_fn *)sgemm_batch;
+    ptl_dgemm_batch = (ptl_dgemm_batch_fn *)dgemm_batch;
+    return PTL_OK;
+}
 
 /* ---- operand geometry ---------------------------------------------------------------- */
 
@@ -242,8 +267,8 @@ static void scale_output(char *c, int dtype, int64_t n, double beta_d, int64_t b
         return PTL_OK;                                                                                \
     }
 
-DEFINE_BLAS_DRIVER(float, f32, scipy_cblas_sgemm, scipy_cblas_sgemm_batch_strided)
-DEFINE_BLAS_DRIVER(double, f64, scipy_cblas_dgemm, scipy_cblas_dgemm_batch_strided)
+DEFINE_BLAS_DRIVER(float, f32, ptl_sgemm, ptl_sgemm_batch)
+DEFINE_BLAS_DRIVER(double, f64, ptl_dgemm, ptl_dgemm_batch)
 
 /* float16 / bfloat16: widen to float32 buffers, sgemm, round once. */
 static int gemm_half(const gemm_problem *p, int dtype, float alpha, float beta) {
@@ -267,7 +292,7 @@ static int gemm_half(const gemm_problem *p, int dtype, float alpha, float beta) 
         } else {
             memset(c, 0, (size_t)MN * sizeof(float));   /* never let 0 * garbage make a NaN */
         }
-        scipy_cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M, (blasint)N, (blasint)K,
+        ptl_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)M, (blasint)N, (blasint)K,
                           alpha, a, ldk, b, ldn, be, c, ldn);
         if (!p->reduce) store_f32(cp, dtype, c, MN);
     }

@@ -21,7 +21,7 @@
 #include <limits.h>
 #include <stdlib.h>
 
-#include <cblas.h>
+#include "ptl_blas.h"
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -391,8 +391,8 @@ static int64_t conv_chunk(const int64_t *g) {
         return PTL_OK;                                                                            \
     }
 
-DEFINE_CONV(float, f32, scipy_cblas_sgemm)
-DEFINE_CONV(double, f64, scipy_cblas_dgemm)
+DEFINE_CONV(float, f32, ptl_sgemm)
+DEFINE_CONV(double, f64, ptl_dgemm)
 
 /* which: 0 forward (y = conv(x, w) + b), 1 backward input (a = gy, c = gx), 2 backward
  * weight (a = x, b = gy, c = gw). */
@@ -414,6 +414,96 @@ int ptl_conv2d(int which, int dtype, const int64_t *g, intptr_t a, intptr_t b, i
         return PTL_ERR_DTYPE;
     }
     return PTL_ERR_ARG;
+}
+
+/* ---- nll_loss ---------------------------------------------------------------------------
+ * x is (N, C, D) contiguous: D = 1 for (N, C) input, H * W for nll_loss2d. The target is
+ * (N, D), int64 or uint8 (t_u8); the weight (C) or 0. reduction: 0 none (out is (N, D)),
+ * 1 mean, 2 sum (out is one value). total_weight gets the summed weight of the targets that
+ * count (0 for reduction none, as PyTorch). Targets are checked before anything is
+ * written: one outside [0, C) that is not ignore_index comes back in *bad (PTL_ERR_INDEX). */
+
+static inline int64_t nll_target(const void *t, int t_u8, int64_t i) {
+    return t_u8 ? (int64_t)((const uint8_t *)t)[i] : ((const int64_t *)t)[i];
+}
+
+static int nll_check_targets(const void *t, int t_u8, int64_t n, int64_t C, int64_t ignore, int64_t *bad) {
+    for (int64_t i = 0; i < n; i++) {
+        int64_t c = nll_target(t, t_u8, i);
+        if (c != ignore && (c < 0 || c >= C)) {
+            *bad = c;
+            return PTL_ERR_INDEX;
+        }
+    }
+    return PTL_OK;
+}
+
+#define DEFINE_NLL(T, sfx)                                                                        \
+    static void nll_fwd_##sfx(const T *x, const void *t, int t_u8, const T *w, int64_t N, int64_t C, \
+                              int64_t D, int reduction, int64_t ignore, T *out, T *total) {        \
+        int64_t n = N * D;                                                                        \
+        if (reduction == 0) {                                                                     \
+            _Pragma("omp parallel for schedule(static) if (n > GRAIN)")                          \
+            for (int64_t i = 0; i < n; i++) {                                                     \
+                int64_t c = nll_target(t, t_u8, i), b = i / D, d = i % D;                         \
+                out[i] = c == ignore ? (T)0 : -(w ? w[c] : (T)1) * x[(b * C + c) * D + d];        \
+            }                                                                                     \
+            *total = 0;                                                                           \
+            return;                                                                               \
+        }                                                                                         \
+        double s = 0, tw = 0;                                                                     \
+        _Pragma("omp parallel for schedule(static) reduction(+ : s, tw) if (n > GRAIN)")         \
+        for (int64_t i = 0; i < n; i++) {                                                         \
+            int64_t c = nll_target(t, t_u8, i), b = i / D, d = i % D;                             \
+            if (c == ignore) continue;                                                            \
+            double wc = w ? (double)w[c] : 1.0;                                                   \
+            s -= wc * (double)x[(b * C + c) * D + d];                                             \
+            tw += wc;                                                                             \
+        }                                                                                         \
+        *out = (T)(reduction == 1 ? s / tw : s);                                                  \
+        *total = (T)tw;                                                                           \
+    }                                                                                             \
+    /* gx = 0 but at each counted target: -w[c] * g (g[i] for none, g / total for mean) */     \
+    static void nll_bwd_##sfx(const T *g, const void *t, int t_u8, const T *w, int64_t N, int64_t C, \
+                              int64_t D, int reduction, int64_t ignore, const T *total, T *gx) {    \
+        int64_t n = N * D;                                                                        \
+        memset(gx, 0, (size_t)(n * C) * sizeof(T));                                              \
+        T scale = reduction == 1 ? g[0] / total[0] : g[0];                                        \
+        _Pragma("omp parallel for schedule(static) if (n > GRAIN)")                              \
+        for (int64_t i = 0; i < n; i++) {                                                         \
+            int64_t c = nll_target(t, t_u8, i), b = i / D, d = i % D;                             \
+            if (c == ignore) continue;                                                            \
+            gx[(b * C + c) * D + d] = -(w ? w[c] : (T)1) * (reduction == 0 ? g[i] : scale);       \
+        }                                                                                         \
+    }
+
+DEFINE_NLL(float, f32)
+DEFINE_NLL(double, f64)
+
+int ptl_nll_loss(int backward, int dtype, intptr_t x_or_g, intptr_t target, int t_u8, intptr_t weight, int64_t N,
+                 int64_t C, int64_t D, int reduction, int64_t ignore, intptr_t out, intptr_t total, int64_t *bad) {
+    if (N < 0 || C < 0 || D < 0 || reduction < 0 || reduction > 2) return PTL_ERR_ARG;
+    int st = nll_check_targets((const void *)target, t_u8, N * D, C, ignore, bad);
+    if (st != PTL_OK) return st;
+    const void *t = (const void *)target;
+    if (dtype == PTL_F32) {
+        if (backward)
+            nll_bwd_f32((const float *)x_or_g, t, t_u8, (const float *)weight, N, C, D, reduction, ignore,
+                        (const float *)total, (float *)out);
+        else
+            nll_fwd_f32((const float *)x_or_g, t, t_u8, (const float *)weight, N, C, D, reduction, ignore,
+                        (float *)out, (float *)total);
+    } else if (dtype == PTL_F64) {
+        if (backward)
+            nll_bwd_f64((const double *)x_or_g, t, t_u8, (const double *)weight, N, C, D, reduction, ignore,
+                        (const double *)total, (double *)out);
+        else
+            nll_fwd_f64((const double *)x_or_g, t, t_u8, (const double *)weight, N, C, D, reduction, ignore,
+                        (double *)out, (double *)total);
+    } else {
+        return PTL_ERR_DTYPE;
+    }
+    return PTL_OK;
 }
 
 /* ---- pooling ---------------------------------------------------------------------------

@@ -1,7 +1,8 @@
-"""Thread count of the CPU kernels (OpenMP) and of OpenBLAS."""
+"""Thread count of the CPU kernels (OpenMP) and of the BLAS (OpenBLAS, MKL)."""
 
 import ctypes
 
+from pytorchlite._blas import set_blas_threads
 from pytorchlite._C import _openblas_path, lib
 
 _openblas = None
@@ -13,7 +14,7 @@ if _openblas_path:
 
 
 def set_num_threads(n):
-    """Use `n` threads for intra-op parallelism (OpenMP kernels and OpenBLAS)."""
+    """Use `n` threads for intra-op parallelism (OpenMP kernels, OpenBLAS and MKL)."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {n!r}")
     lib.ptl_set_num_threads(n)
@@ -23,6 +24,7 @@ def set_num_threads(n):
             if fn is not None:
                 fn(ctypes.c_int(n))
                 break
+    set_blas_threads(n)
 
 
 def get_num_threads():

@@ -1,6 +1,7 @@
 """`python -m pytorchlite.env`: what this pytorchlite install is made of and can use.
 
 Prints versions (pytorchlite, Python, NumPy, cffi, OpenBLAS, PyTorch if installed), the
+BLAS that runs GEMM (MKL or OpenBLAS, and why not MKL), the
 platform and CPU, the C compiler (the configured one and the one that built the
 kernels), the kernel build flags, OpenMP and the thread counts, OpenBLAS's own build
 configuration, the CPU allocator's counters, and whether CUDA is usable, and if it is
@@ -180,8 +181,9 @@ def _openmp():
 def _threads():
     import pytorchlite
     n = pytorchlite.get_num_threads()
-    env = [f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOMP_SPINCOUNT",
-                                            "OPENBLAS_THREAD_TIMEOUT") if k in os.environ]
+    env = [f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                            "GOMP_SPINCOUNT", "OPENBLAS_THREAD_TIMEOUT", "PTL_BLAS")
+           if k in os.environ]
     return f"{n}" + (f" ({', '.join(env)})" if env else "")
 
 
@@ -220,6 +222,13 @@ def _openblas():
     else:
         out.append("config: unknown (no *_get_config symbol)")
     return "; ".join(out)
+
+
+def _gemm():
+    from pytorchlite import _blas
+    if _blas.NAME == "MKL":
+        return f"MKL ({_blas.VERSION}; GNU OpenMP threading)"
+    return f"OpenBLAS ({_blas.REASON})" if _blas.REASON else "OpenBLAS"
 
 
 # --- memory ------------------------------------------------------------------------------
@@ -337,6 +346,7 @@ _PROBES = (
     ("kernel build flags", _build_flags),
     ("OpenMP", _openmp),
     ("threads", _threads),
+    ("GEMM", _gemm),
     ("OpenBLAS", _openblas),
     ("CPU allocator", _allocator),
     ("CUDA available", _cuda_line),

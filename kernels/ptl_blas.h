@@ -1,0 +1,23 @@
+/* ptl_blas.h: the GEMM entry points every kernel calls.
+ *
+ * They start as OpenBLAS's (the scipy-openblas32 build, linked by name) and may be switched
+ * once, at import, to another CBLAS with the same ABI: Intel MKL's cblas_?gemm and
+ * cblas_?gemm_batch_strided take the same arguments (32-bit integers in MKL's LP64
+ * interface, the same enum values). pytorchlite/_blas.py makes that choice and hands the
+ * addresses to ptl_set_gemm. LAPACK stays on OpenBLAS. */
+#ifndef PTL_BLAS_H
+#define PTL_BLAS_H
+
+#include <cblas.h>
+
+typedef __typeof__(scipy_cblas_sgemm) ptl_sgemm_fn;
+typedef __typeof__(scipy_cblas_dgemm) ptl_dgemm_fn;
+typedef __typeof__(scipy_cblas_sgemm_batch_strided) ptl_sgemm_batch_fn;
+typedef __typeof__(scipy_cblas_dgemm_batch_strided) ptl_dgemm_batch_fn;
+
+extern ptl_sgemm_fn *ptl_sgemm;
+extern ptl_dgemm_fn *ptl_dgemm;
+extern ptl_sgemm_batch_fn *ptl_sgemm_batch;
+extern ptl_dgemm_batch_fn *ptl_dgemm_batch;
+
+#endif
