@@ -63,7 +63,18 @@ ORACLES = {
     "_div_floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
     # (the private op wants both bounds; torch.clamp also takes None for either)
     "_clamp": lambda x, lo, hi: torch.clamp(x, *_numbers("_clamp", (lo, hi), tensors=True)),
+    "threshold_backward": lambda g, x, threshold: torch.ops.aten.threshold_backward(
+        *_tensors("threshold_backward", (g, x)), *_numbers("threshold_backward", (threshold,))),
 }
+
+
+def _tensors(op, values):
+    # torch.ops.aten raises RuntimeError for a wrong argument type; a public binding, as
+    # ours, raises TypeError as PyTorch's argument parser does
+    for v in values:
+        if not isinstance(v, torch.Tensor):
+            raise TypeError(f"{op}(): expected a Tensor, got {type(v).__name__}")
+    return values
 
 
 def _numbers(op, values, tensors=False):
@@ -75,6 +86,7 @@ def _numbers(op, values, tensors=False):
 
 # Scalar arguments: values to use besides the schema default (ops without a default need one)
 SCALAR_VALUES = {
+    "threshold_backward": [{"threshold": 0}, {"threshold": 0.5}, {"threshold": -1}],
     "_round_decimals": [{"decimals": 1}, {"decimals": -1}, {"decimals": 3}],
     "_nan_to_num": [{"nan": 1.5, "posinf": 100.0, "neginf": -100.0}],
     "add": [{}, {"alpha": 2}, {"alpha": 0.5}, {"alpha": True}],

@@ -113,6 +113,115 @@ def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
     return _softmax_backward_impl("_log_softmax_backward_data", grad_output, output, dim, input_dtype, True)
 
 
+# --- nll_loss --------------------------------------------------------------------------------
+
+def _nll_geometry(op, self, target, weight, spatial):
+    """(N, C, D, output shape for reduction 'none') after PyTorch's checks."""
+    xs, ts = tuple(self._shape), tuple(target._shape)
+    if target._dtype not in (D.int64, D.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target._dtype._torch_name}")
+    if not self._dtype.is_floating_point:
+        raise _not_implemented("nll_loss2d_forward_out_frame" if spatial else "nll_loss_out_frame", self._dtype)
+    if spatial:
+        if len(xs) != 4:
+            raise RuntimeError(f"only batches of spatial inputs supported (4D tensors), but got input of "
+                               f"dimension: {len(xs)}")
+        if len(ts) != 3:
+            raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of "
+                               f"dimension: {len(ts)}")
+        if ts != (xs[0],) + xs[2:]:
+            raise RuntimeError(f"size mismatch (got input: {list(xs)} , target: {list(ts)}")
+        n, c, d, none_shape = xs[0], xs[1], xs[2] * xs[3], ts
+    else:
+        if len(xs) not in (1, 2):
+            raise RuntimeError("input tensor should be 1D or 2D")
+        if len(ts) > 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        if len(xs) == 1:
+            if ts not in ((), (1,)):
+                raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: {ts[0]}")
+            n, c, none_shape = 1, xs[0], ()
+        else:
+            if ts != (xs[0],):
+                raise RuntimeError(f"size mismatch (got input: {list(xs)}, target: {list(ts)})")
+            n, c, none_shape = xs[0], xs[1], ts
+        d = 1
+    if weight is not None:
+        if weight.numel() != c:
+            raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
+                               f"weight tensor of shape: {list(weight._shape)}")
+        if weight._dtype is not self._dtype:
+            raise RuntimeError(f"expected scalar type {self._dtype._torch_name} but found "
+                               f"{weight._dtype._torch_name}")
+    return n, c, d, none_shape
+
+
+def _nll_run(op, backward, src, self, target, weight, reduction, ignore_index, geometry, out, total):
+    if reduction not in (0, 1, 2):
+        raise RuntimeError(f"{op}(): reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction}")
+    n, c, d, _ = geometry
+    t = _contiguous(target)
+    w = _compute(weight, op) if weight is not None else None
+    bad = ffi.new("int64_t[1]")
+    status = lib.ptl_nll_loss(int(backward), src._dtype.code, _addr(src), _addr(t), int(t._dtype is D.uint8),
+                              _addr(w) if w is not None else 0, n, c, d, reduction, ignore_index,
+                              _addr(out), _addr(total), bad)
+    if status == 5:
+        raise IndexError(f"Target {bad[0]} is out of bounds.")
+    check(status, op)
+
+
+def _nll_forward(op, self, target, weight, reduction, ignore_index, spatial):
+    geometry = _nll_geometry(op, self, target, weight, spatial)
+    x = _compute(self, op)
+    out = _empty(geometry[3] if reduction == 0 else (), x._dtype, self._device)
+    total = _empty((), x._dtype, self._device)
+    _nll_run(op, False, x, self, target, weight, reduction, ignore_index, geometry, out, total)
+    return _finish(out, self._dtype), _finish(total, self._dtype)
+
+
+def _nll_backward(op, grad_output, self, target, weight, reduction, ignore_index, total_weight, spatial):
+    geometry = _nll_geometry(op, self, target, weight, spatial)
+    if total_weight.numel() != 1:
+        raise RuntimeError(f"expected total_weight to be a  single element tensor, got: "
+                           f"{list(total_weight._shape)} ({total_weight.numel()} elements)")
+    if reduction == 0 and tuple(grad_output._shape) != tuple(geometry[3]):
+        raise RuntimeError(f"{op}(): expected grad_output of size {list(geometry[3])}, but got "
+                           f"{list(grad_output._shape)}")
+    if reduction != 0 and grad_output.numel() != 1:
+        raise RuntimeError(f"Expected a single element grad_output tensor, but got: {list(grad_output._shape)}")
+    g = _compute(grad_output, op)
+    tw = _compute(total_weight, op)
+    if g._dtype is not tw._dtype or g._dtype is not _compute_dtype(self._dtype):
+        raise RuntimeError(f"expected scalar type {self._dtype._torch_name} but found "
+                           f"{grad_output._dtype._torch_name}")
+    gx = _empty(self._shape, g._dtype, self._device)
+    _nll_run(op, True, g, self, target, weight, reduction, ignore_index, geometry, gx, tw)
+    return _finish(gx, self._dtype)
+
+
+def _compute_dtype(dtype):
+    return _F32 if dtype in _HALF else dtype
+
+
+def nll_loss_forward(self, target, weight, reduction, ignore_index):
+    return _nll_forward("nll_loss_forward", self, target, weight, reduction, ignore_index, False)
+
+
+def nll_loss2d_forward(self, target, weight, reduction, ignore_index):
+    return _nll_forward("nll_loss2d_forward", self, target, weight, reduction, ignore_index, True)
+
+
+def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    return _nll_backward("nll_loss_backward", grad_output, self, target, weight, reduction, ignore_index,
+                         total_weight, False)
+
+
+def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    return _nll_backward("nll_loss2d_backward", grad_output, self, target, weight, reduction, ignore_index,
+                         total_weight, True)
+
+
 # --- convolution -----------------------------------------------------------------------------
 
 def _expand_param(name, v, k):

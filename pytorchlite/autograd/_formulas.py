@@ -24,7 +24,7 @@ __all__ = [
     "movedim_backward", "narrow_backward", "select_backward", "split_backward", "unbind_backward",
     "diagonal_backward", "as_strided_backward", "unfold_backward", "index_select_backward",
     "masked_select_backward", "index_put_self_backward", "index_put_values_backward", "masked_fill_value_backward",
-    "pow_self_backward", "pow_exponent_backward", "gelu_tanh_backward", "mish_backward", "softplus_backward",
+    "pow_self_backward", "pow_exponent_backward", "mm_mat2_backward", "gelu_tanh_backward", "mish_backward", "softplus_backward",
     "hardswish_backward", "copysign_backward", "xlogy_self_backward", "xlogy_other_backward",
 ]
 
@@ -318,6 +318,17 @@ def matmul_backward(grad, self, other, mask):
         else:
             gb = _F.matmul(a.transpose(-1, -2), grad)
     return ga, gb
+
+
+def mm_mat2_backward(grad, mat1, mat2, alpha):
+    """alpha * mat1.T @ grad, computed in mat2's own layout: for linear's weight.t() (column-
+    major) that is (grad.T @ mat1).T, whose base is a contiguous weight-shaped gradient that
+    AccumulateGrad keeps instead of copying."""
+    if mat2._stride[0] == 1 and mat2._stride[1] != 1:
+        out = _F.mm(grad.transpose(0, 1), mat1).transpose(0, 1)
+    else:
+        out = _F.mm(mat1.transpose(0, 1), grad)
+    return out if alpha == 1 else out * alpha
 
 
 def _squash_to(t, shape):

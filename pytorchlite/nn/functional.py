@@ -38,6 +38,9 @@ def linear(input, weight, bias=None):
     >>> linear(pytorchlite.ones(2, 3), pytorchlite.ones(4, 3)).shape
     pytorchlite.Size([2, 4])
     """
+    if bias is not None and input.dim() == 2:
+        # one GEMM that starts from the broadcast bias (PyTorch's linear does the same)
+        return pytorchlite.addmm(bias, input, weight.t())
     out = pytorchlite.matmul(input, weight.t())
     return out if bias is None else out + bias
 
@@ -60,6 +63,20 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     return pytorchlite.softmax(input, _softmax_dim(input, dim, "softmax"), dtype=dtype)
 
 
+def _legacy_reduction(size_average, reduce, reduction):
+    """`reduction`, or what the deprecated size_average / reduce flags ask for (PyTorch's rule
+    and warning): both default to True; reduce=False means 'none', else size_average picks
+    'mean' or 'sum'."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = "none" if not reduce else ("mean" if size_average else "sum")
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+                  stacklevel=3)
+    return ret
+
+
 def _reduce(loss, reduction, weight_sum=None):
     if reduction == "none":
         return loss
@@ -77,18 +94,46 @@ def _one_hot(target, num_classes, dtype):
     return (target.unsqueeze(1) == classes.view(shape)).to(dtype)
 
 
-def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
+_REDUCTION_CODES = {"none": 0, "mean": 1, "sum": 2}
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     """Negative log likelihood of class indices `target` under log-probabilities `input`
     (N, C) or (N, C, d1, ...)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    if target.dtype.is_floating_point:
-        raise RuntimeError(f"expected scalar type Long but found {target.dtype}")
-    if input.dim() == 1:
-        input, target = input.unsqueeze(0), target.reshape(1)
-    if input.shape[0] != target.shape[0]:
+    if input.dim() > 1 and input.shape[0] != target.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({target.shape[0]}).")
+    code = _REDUCTION_CODES.get(reduction)
+    if code is None:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if weight is not None and weight.requires_grad and pytorchlite.is_grad_enabled():
+        # the kernels treat the class weights as constants, as PyTorch's do; this form
+        # also gives their gradient
+        return _nll_loss_weight_grad(input, target, weight, ignore_index, reduction)
+    nd = input.dim()
+    if nd <= 2:
+        return pytorchlite.nll_loss_forward(input, target, weight, code, ignore_index)[0]
+    if nd == 4:
+        return pytorchlite.nll_loss2d_forward(input, target, weight, code, ignore_index)[0]
+    # (N, C, d1, ..., dk) as one (N, C, 1, d1 * ... * dk) image, as PyTorch does
+    n, c = input.shape[0], input.shape[1]
+    spatial = tuple(input.shape[2:])
+    if tuple(target.shape[1:]) != spatial:
+        raise ValueError(f"Expected target size {[n] + list(spatial)}, got {list(target.shape)}")
+    out = pytorchlite.nll_loss2d_forward(input.contiguous().view(n, c, 1, -1), target.contiguous().view(n, 1, -1),
+                                         weight, code, ignore_index)[0]
+    return out.view((n,) + spatial) if code == 0 else out
+
+
+def _nll_loss_weight_grad(input, target, weight, ignore_index, reduction):
+    """nll_loss as differentiable operations, gradient for `weight` included."""
+    if target.dtype.is_floating_point:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype._torch_name}")
+    if input.dim() == 1:
+        input, target = input.unsqueeze(0), target.reshape(1)
     c = input.shape[1]
     valid = target != ignore_index
     safe_target = pytorchlite.where(valid, target, 0)
@@ -100,13 +145,15 @@ def nll_loss(input, target, weight=None, ignore_index=-100, reduction="mean"):
         if bad.numel():
             raise IndexError(f"Target {int(bad[0])} is out of bounds.") from None
         raise
-    w = valid.to(input.dtype) if weight is None else weight[safe_target] * valid
+    w = weight[safe_target] * valid
     loss = -(picked * w)
     return _reduce(loss, reduction, w.sum() if reduction == "mean" else None)
 
 
-def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
     """Cross entropy between logits `input` and class indices (or class probabilities)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     logp = log_softmax(input, 1 if input.dim() > 1 else 0)
     if target.dtype.is_floating_point:
         w = 1.0 if weight is None else weight.view([1, -1] + [1] * (input.dim() - 2))
@@ -114,7 +161,7 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
         if label_smoothing:
             target = target * (1 - label_smoothing) + label_smoothing / c
         return _reduce(-(logp * target * w).sum(1 if input.dim() > 1 else 0), reduction)
-    loss = nll_loss(logp, target, weight, ignore_index, reduction)
+    loss = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing:
         c = logp.shape[1]
         smooth = -(logp if weight is None else logp * weight.view([1, c] + [1] * (logp.dim() - 2))).sum(1)
@@ -148,35 +195,38 @@ def _weighted(loss, input, weight, reduction):
     return _reduce(loss * weight, reduction, weight.sum() if reduction == "mean" else None)
 
 
-def mse_loss(input, target, reduction="mean", weight=None):
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error; a target of another size broadcasts, with PyTorch's warning.
 
     >>> import pytorchlite
     >>> mse_loss(pytorchlite.tensor([1., 2.]), pytorchlite.tensor([1., 4.]))
     tensor(2.)
     """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _warn_target_size(input, target)
     return _weighted((input - target) ** 2, input, weight, reduction)
 
 
-def l1_loss(input, target, reduction="mean", weight=None):
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error; a target of another size broadcasts, with PyTorch's warning.
 
     >>> import pytorchlite
     >>> l1_loss(pytorchlite.tensor([1., 2.]), pytorchlite.tensor([1., 4.]))
     tensor(1.)
     """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _warn_target_size(input, target)
     return _weighted((input - target).abs(), input, weight, reduction)
 
 
-def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 * d**2 / beta where |d| = |input - target| < beta, else |d| - 0.5 * beta.
 
     >>> import pytorchlite
     >>> smooth_l1_loss(pytorchlite.tensor([0., 0.]), pytorchlite.tensor([0.5, 3.]), reduction="none")
     tensor([0.1250, 2.5000])
     """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _warn_target_size(input, target)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -234,7 +284,7 @@ class _BinaryCrossEntropy(pytorchlite.autograd.Function):
         return grad_input, grad_target
 
 
-def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """Binary cross entropy of probabilities `input` (in [0, 1]) against `target` (same size
     and dtype); `weight` broadcasts to the target's size.
 
@@ -242,6 +292,7 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     >>> binary_cross_entropy(pytorchlite.tensor([0.5, 1.]), pytorchlite.tensor([1., 0.]), reduction="none")
     tensor([  0.6931, 100.0000])
     """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
@@ -263,7 +314,8 @@ def binary_cross_entropy(input, target, weight=None, reduction="mean"):
     return _reduce(loss, reduction)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean", pos_weight=None):
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
     """binary_cross_entropy(sigmoid(input), target) computed from the logits without overflow;
     `pos_weight` scales the positive term (broadcast along the class dims), `weight` the whole.
 
@@ -272,6 +324,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     ...                                  reduction="none")
     tensor([  0.6931, 100.0000])
     """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
     if not target.is_floating_point():
@@ -292,7 +345,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction="mean
     return _reduce(loss, reduction)
 
 
-def kl_div(input, target, reduction="mean", log_target=False):
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise KL divergence target * (log(target) - input) of the log-probabilities `input`
     from `target` (log-probabilities too with log_target=True); 'batchmean' divides the sum by
     the batch size, the true KL divergence ('mean' divides by every element and warns).
@@ -301,6 +354,7 @@ def kl_div(input, target, reduction="mean", log_target=False):
     >>> kl_div(pytorchlite.tensor([[-1., -1.]]), pytorchlite.tensor([[0.5, 0.5]]), reduction="batchmean")
     tensor(0.3069)
     """
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if reduction == "mean":
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
                       "'batchmean' divides only by the batch size, and aligns with the KL div math definition."

@@ -81,7 +81,7 @@ DOMAINS = {
 }
 # Scalar arguments without a default, and overrides that keep the function smooth
 SCALARS = {"clamp": {"min": -0.5, "max": 0.6}, "clip": {"min": -0.5, "max": 0.6}, "hardtanh": {},
-           "threshold": {"threshold": 0.1, "value": 2.0}}
+           "threshold": {"threshold": 0.1, "value": 2.0}, "threshold_backward": {"threshold": 0.1}}
 # gradients undefined (random) or backward formulas that are not differentiable again
 NO_GRADGRAD = {"normal"}
 # float_power_'s composite computes float_power(self, ...) and writes it back into self;
@@ -454,6 +454,21 @@ SAMPLES = {
                 [True, True, False]], {}),
         (None, [T(1, 2, 6, 4), T(1, 4, 3, 3), T(4, 1, 3, 2), None, [2], [1], [1], True, [1, 0], 2,
                 [True, True, True]], {})],
+    "nll_loss_forward": lambda: [
+        (lambda *a: P.nll_loss_forward(*a)[0], [T(4, 5), I([1, 0, 4, 2]), None, 1, -100], {}),
+        (lambda *a: P.nll_loss_forward(*a)[0], [T(4, 5, layout="t"), I([1, 0, 4, 0]), T(5, grad=False), 0, 0], {}),
+        (lambda *a: P.nll_loss_forward(*a)[0], [T(5), I(3), T(5, grad=False), 2, -100], {})],
+    "nll_loss2d_forward": lambda: [
+        (lambda *a: P.nll_loss2d_forward(*a)[0], [T(2, 3, 2, 2), I([[[0, 1], [2, 1]], [[1, 1], [0, 2]]]),
+                                                  T(3, grad=False), 1, 2], {}),
+        (lambda *a: P.nll_loss2d_forward(*a)[0], [T(1, 3, 2, 2, layout="t"), I([[[0, 1], [2, 1]]]), None, 0,
+                                                  -100], {})],
+    "nll_loss_backward": lambda: [
+        (None, [T(), T(4, 5), I([1, 0, 4, 2]), None, 1, -100, P.tensor(4.0, dtype=P.float64)], {}),
+        (None, [T(4), T(4, 5), I([1, 0, 4, 0]), T(5, grad=False), 0, 0, P.tensor(0.0, dtype=P.float64)], {})],
+    "nll_loss2d_backward": lambda: [
+        (None, [T(), T(1, 3, 2, 2), I([[[0, 1], [2, 1]]]), T(3, grad=False), 2, 2, P.tensor(1.0, dtype=P.float64)],
+         {})],
     "max_pool2d_with_indices": lambda: [(lambda x: F.max_pool2d_with_indices(x, 2)[0], [T(2, 2, 4, 5)], {}),
                                         (lambda x: F.max_pool2d_with_indices(x, 3, 2, 1, 1, True)[0],
                                          [T(1, 2, 6, 5, layout="t")], {})],
