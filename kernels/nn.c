@@ -219,6 +219,35 @@ static int64_t conv_chunk(const int64_t *g) {
     return nb;
 }
 
+/* The per-sample scheme pays when every thread gets samples and one sample's columns fit
+ * in a core's L2 cache; otherwise (one large image, a huge unfold) the batch is unfolded
+ * in chunks and the BLAS threads each product. */
+#define PER_SAMPLE_COLS_BYTES (1 << 20)
+
+static int conv_threads(const int64_t *g) {
+    int nt = omp_get_max_threads();
+    return nt > g[GN] ? (int)g[GN] : nt;
+}
+
+static int conv_per_sample(const int64_t *g, size_t item) {
+    int64_t N = g[GN], L = g[GOH] * g[GOW], CK = g[GC] * g[GKH] * g[GKW];
+    if (N < 1 || L == 0 || CK == 0 || g[GO] == 0) return 0;
+    int nt = omp_get_max_threads();
+    return N >= nt && (double)CK * (double)L * (double)item <= PER_SAMPLE_COLS_BYTES;
+}
+
+/* The output columns [lo, hi) whose input column ow * sw + w0 lies inside [0, W): the
+ * rest read the zero padding. */
+static void ow_range(int64_t w0, int64_t sw, int64_t W, int64_t OW, int64_t *lo, int64_t *hi) {
+    int64_t a = w0 >= 0 ? 0 : (-w0 + sw - 1) / sw;
+    int64_t b = W - w0 <= 0 ? 0 : (W - w0 + sw - 1) / sw;
+    if (a > OW) a = OW;
+    if (b > OW) b = OW;
+    if (b < a) b = a;
+    *lo = a;
+    *hi = b;
+}
+
 #define DEFINE_CONV(T, sfx, GEMM)                                                                 \
     /* cols[(c*KH + i)*KW + j][s*L + oh*OW + ow] = x[n0+s][c][oh*SH - PH + i*DH][...] */          \
     static void im2col_##sfx(const int64_t *g, const T *x, int64_t n0, int64_t nb, T *cols) {      \
@@ -231,6 +260,8 @@ static int64_t conv_chunk(const int64_t *g) {
             int64_t c = r / (KH * KW), i = (r / KW) % KH, j = r % KW;                             \
             const T *xp = x + ((n0 + s) * C + c) * H * W;                                         \
             T *cp = cols + r * nb * L + s * L;                                                    \
+            int64_t SW = g[GSW], w0 = -g[GPW] + j * g[GDW], lo, hi;                               \
+            ow_range(w0, SW, W, OW, &lo, &hi);                                                    \
             for (int64_t oh = 0; oh < OH; oh++) {                                                 \
                 int64_t h = oh * g[GSH] - g[GPH] + i * g[GDH];                                    \
                 T *dst = cp + oh * OW;                                                            \
@@ -238,16 +269,13 @@ static int64_t conv_chunk(const int64_t *g) {
                     for (int64_t ow = 0; ow < OW; ow++) dst[ow] = 0;                              \
                     continue;                                                                     \
                 }                                                                                 \
-                const T *src = xp + h * W;                                                        \
-                int64_t w0 = -g[GPW] + j * g[GDW];                                                \
-                if (g[GSW] == 1 && w0 >= 0 && w0 + OW <= W) {                                     \
-                    memcpy(dst, src + w0, (size_t)OW * sizeof(T));                                \
-                    continue;                                                                     \
-                }                                                                                 \
-                for (int64_t ow = 0; ow < OW; ow++) {                                             \
-                    int64_t w = ow * g[GSW] + w0;                                                 \
-                    dst[ow] = (w >= 0 && w < W) ? src[w] : (T)0;                                  \
-                }                                                                                 \
+                const T *src = xp + h * W;   /* input column ow * SW + w0, >= 0 on [lo, hi) */    \
+                for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;                                  \
+                if (SW == 1)                                                                      \
+                    memcpy(dst + lo, src + lo + w0, (size_t)(hi - lo) * sizeof(T));               \
+                else                                                                              \
+                    for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow * SW + w0];             \
+                for (int64_t ow = hi; ow < OW; ow++) dst[ow] = 0;                                 \
             }                                                                                     \
         }                                                                                         \
     }                                                                                             \
@@ -263,20 +291,19 @@ static int64_t conv_chunk(const int64_t *g) {
             for (int64_t i = 0; i < KH; i++)                                                      \
                 for (int64_t j = 0; j < KW; j++) {                                                \
                     const T *cp = cols + ((c * KH + i) * KW + j) * nb * L + s * L;                \
-                    int64_t w0 = -g[GPW] + j * g[GDW];                                            \
+                    int64_t SW = g[GSW], w0 = -g[GPW] + j * g[GDW], lo, hi;                       \
+                    ow_range(w0, SW, W, OW, &lo, &hi);                                            \
                     for (int64_t oh = 0; oh < OH; oh++) {                                         \
                         int64_t h = oh * g[GSH] - g[GPH] + i * g[GDH];                            \
                         if (h < 0 || h >= H) continue;                                            \
                         T *dst = xp + h * W;                                                      \
                         const T *src = cp + oh * OW;                                              \
-                        if (g[GSW] == 1 && w0 >= 0 && w0 + OW <= W) {                             \
-                            T *d = dst + w0;                                                      \
-                            for (int64_t ow = 0; ow < OW; ow++) d[ow] += src[ow];                 \
-                            continue;                                                             \
-                        }                                                                         \
-                        for (int64_t ow = 0; ow < OW; ow++) {                                     \
-                            int64_t w = ow * g[GSW] + w0;                                         \
-                            if (w >= 0 && w < W) dst[w] += src[ow];                               \
+                        if (SW == 1) {                                                            \
+                            T *d = dst + lo + w0;                                                 \
+                            const T *q = src + lo;                                                \
+                            for (int64_t k = 0; k < hi - lo; k++) d[k] += q[k];                   \
+                        } else {                                                                  \
+                            for (int64_t ow = lo; ow < hi; ow++) dst[ow * SW + w0] += src[ow];    \
                         }                                                                         \
                     }                                                                             \
                 }                                                                                 \
@@ -290,7 +317,102 @@ static int64_t conv_chunk(const int64_t *g) {
             memcpy(t + o * nb * L + s * L, y + so * L, (size_t)L * sizeof(T));                    \
         }                                                                                         \
     }                                                                                             \
+    /* The per-sample scheme (conv_per_sample): each thread unfolds one sample at a time into \
+     * its own columns, small enough to stay in its L2 cache, and multiplies them with a     \
+     * single-threaded GEMM straight into the sample's (O, L) output: no columns buffer the  \
+     * size of the batch, no reordering of the output. */                                    \
+    static int conv_fwd_ps_##sfx(const int64_t *g, const T *x, const T *w, const T *b, T *y) {    \
+        int64_t N = g[GN], O = g[GO], G = g[GG], L = g[GOH] * g[GOW];                             \
+        int64_t CK = g[GC] / G * g[GKH] * g[GKW], Og = O / G;                                     \
+        int nt = conv_threads(g);                                                                 \
+        T *cols = malloc((size_t)nt * (size_t)(CK * G * L) * sizeof(T));                          \
+        if (!cols) return PTL_ERR_ALLOC;                                                          \
+        int prev = ptl_blas_serial_begin();                                                       \
+        _Pragma("omp parallel num_threads(nt)")                                                   \
+        {                                                                                         \
+            T *c = cols + (int64_t)omp_get_thread_num() * CK * G * L;                             \
+            _Pragma("omp for schedule(static)")                                                   \
+            for (int64_t n = 0; n < N; n++) {                                                     \
+                im2col_##sfx(g, x, n, 1, c);                                                      \
+                T *yn = y + n * O * L;                                                            \
+                for (int64_t gi = 0; gi < G; gi++)                                                \
+                    GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Og, (blasint)L,      \
+                         (blasint)CK, 1, w + gi * Og * CK, (blasint)CK, c + gi * CK * L,          \
+                         (blasint)L, 0, yn + gi * Og * L, (blasint)L);                            \
+                if (b)                                                                            \
+                    for (int64_t o = 0; o < O; o++) {                                             \
+                        T bv = b[o], *yp = yn + o * L;                                            \
+                        for (int64_t l = 0; l < L; l++) yp[l] += bv;                              \
+                    }                                                                             \
+            }                                                                                     \
+        }                                                                                         \
+        ptl_blas_serial_end(prev);                                                                \
+        free(cols);                                                                               \
+        return PTL_OK;                                                                            \
+    }                                                                                             \
+    static int conv_bwd_input_ps_##sfx(const int64_t *g, const T *gy, const T *w, T *gx) {        \
+        int64_t N = g[GN], O = g[GO], G = g[GG], L = g[GOH] * g[GOW];                             \
+        int64_t CK = g[GC] / G * g[GKH] * g[GKW], Og = O / G, X = g[GC] * g[GH] * g[GW];          \
+        int nt = conv_threads(g);                                                                 \
+        T *cols = malloc((size_t)nt * (size_t)(CK * G * L) * sizeof(T));                          \
+        if (!cols) return PTL_ERR_ALLOC;                                                          \
+        int prev = ptl_blas_serial_begin();                                                       \
+        _Pragma("omp parallel num_threads(nt)")                                                   \
+        {                                                                                         \
+            T *c = cols + (int64_t)omp_get_thread_num() * CK * G * L;                             \
+            _Pragma("omp for schedule(static)")                                                   \
+            for (int64_t n = 0; n < N; n++) {                                                     \
+                for (int64_t gi = 0; gi < G; gi++)                                                \
+                    GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)CK, (blasint)L,        \
+                         (blasint)Og, 1, w + gi * Og * CK, (blasint)CK, gy + n * O * L + gi * Og * L, \
+                         (blasint)L, 0, c + gi * CK * L, (blasint)L);                             \
+                memset(gx + n * X, 0, (size_t)X * sizeof(T));                                     \
+                col2im_##sfx(g, c, n, 1, gx);                                                     \
+            }                                                                                     \
+        }                                                                                         \
+        ptl_blas_serial_end(prev);                                                                \
+        free(cols);                                                                               \
+        return PTL_OK;                                                                            \
+    }                                                                                             \
+    /* each thread sums its samples' weight gradients into its own (O, CK) block; the blocks \
+     * are added up at the end */                                                             \
+    static int conv_bwd_weight_ps_##sfx(const int64_t *g, const T *x, const T *gy, T *gw) {       \
+        int64_t N = g[GN], O = g[GO], G = g[GG], L = g[GOH] * g[GOW];                             \
+        int64_t CK = g[GC] / G * g[GKH] * g[GKW], Og = O / G;                                     \
+        int nt = conv_threads(g);                                                                 \
+        T *cols = malloc((size_t)nt * (size_t)(CK * G * L) * sizeof(T));                          \
+        T *acc = calloc((size_t)nt * (size_t)(O * CK), sizeof(T));                                \
+        if (!cols || !acc) {                                                                      \
+            free(cols);                                                                           \
+            free(acc);                                                                            \
+            return PTL_ERR_ALLOC;                                                                 \
+        }                                                                                         \
+        int prev = ptl_blas_serial_begin();                                                       \
+        _Pragma("omp parallel num_threads(nt)")                                                   \
+        {                                                                                         \
+            int t = omp_get_thread_num();                                                         \
+            T *c = cols + (int64_t)t * CK * G * L, *gwt = acc + (int64_t)t * O * CK;              \
+            _Pragma("omp for schedule(static)")                                                   \
+            for (int64_t n = 0; n < N; n++) {                                                     \
+                im2col_##sfx(g, x, n, 1, c);                                                      \
+                for (int64_t gi = 0; gi < G; gi++)                                                \
+                    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)Og, (blasint)CK,       \
+                         (blasint)L, 1, gy + n * O * L + gi * Og * L, (blasint)L, c + gi * CK * L, \
+                         (blasint)L, 1, gwt + gi * Og * CK, (blasint)CK);                         \
+            }                                                                                     \
+        }                                                                                         \
+        ptl_blas_serial_end(prev);                                                                \
+        for (int64_t k = 0; k < O * CK; k++) {                                                    \
+            T s = 0;                                                                              \
+            for (int t = 0; t < nt; t++) s += acc[(int64_t)t * O * CK + k];                       \
+            gw[k] = s;                                                                            \
+        }                                                                                         \
+        free(cols);                                                                               \
+        free(acc);                                                                                \
+        return PTL_OK;                                                                            \
+    }                                                                                             \
     static int conv_fwd_##sfx(const int64_t *g, const T *x, const T *w, const T *b, T *y) {       \
+        if (conv_per_sample(g, sizeof(T))) return conv_fwd_ps_##sfx(g, x, w, b, y);                \
         int64_t N = g[GN], O = g[GO], G = g[GG], L = g[GOH] * g[GOW];                             \
         int64_t CK = g[GC] / G * g[GKH] * g[GKW], Og = O / G;                                     \
         int64_t nb = conv_chunk(g);                                                               \
@@ -331,6 +453,7 @@ static int64_t conv_chunk(const int64_t *g) {
         return PTL_OK;                                                                            \
     }                                                                                             \
     static int conv_bwd_input_##sfx(const int64_t *g, const T *gy, const T *w, T *gx) {           \
+        if (conv_per_sample(g, sizeof(T))) return conv_bwd_input_ps_##sfx(g, gy, w, gx);           \
         int64_t N = g[GN], O = g[GO], G = g[GG], L = g[GOH] * g[GOW];                             \
         int64_t CK = g[GC] / G * g[GKH] * g[GKW], Og = O / G;                                     \
         int64_t nb = conv_chunk(g);                                                               \
@@ -361,6 +484,7 @@ static int64_t conv_chunk(const int64_t *g) {
         return PTL_OK;                                                                            \
     }                                                                                             \
     static int conv_bwd_weight_##sfx(const int64_t *g, const T *x, const T *gy, T *gw) {          \
+        if (conv_per_sample(g, sizeof(T))) return conv_bwd_weight_ps_##sfx(g, x, gy, gw);          \
         int64_t N = g[GN], O = g[GO], G = g[GG], L = g[GOH] * g[GOW];                             \
         int64_t CK = g[GC] / G * g[GKH] * g[GKW], Og = O / G;                                     \
         int64_t nb = conv_chunk(g);                                                               \

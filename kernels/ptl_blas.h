@@ -20,4 +20,19 @@ extern ptl_dgemm_fn *ptl_dgemm;
 extern ptl_sgemm_batch_fn *ptl_sgemm_batch;
 extern ptl_dgemm_batch_fn *ptl_dgemm_batch;
 
+/* Inside our own OpenMP regions each thread calls the BLAS for its own small product: it
+ * must not start threads of its own. Called around such a region (not inside it): OpenBLAS
+ * is set to one thread and back (its count is process-wide; another Python thread's GEMM
+ * meanwhile runs on one thread too, slower but right); MKL needs nothing, as it runs
+ * sequentially when called inside an OpenMP parallel region (MKL_DYNAMIC, its default). */
+static inline int ptl_blas_serial_begin(void) {
+    if (ptl_sgemm != scipy_cblas_sgemm) return 0;
+    int n = scipy_openblas_get_num_threads();
+    if (n > 1) scipy_openblas_set_num_threads(1);
+    return n;
+}
+static inline void ptl_blas_serial_end(int previous) {
+    if (previous > 1) scipy_openblas_set_num_threads(previous);
+}
+
 #endif
