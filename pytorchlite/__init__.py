@@ -65,6 +65,14 @@ for _name, _fn in _functions.METHODS.items():
 for _name, _fn in (("__add__", "add"), ("__radd__", "add"), ("__mul__", "mul"), ("__rmul__", "mul"),
                    ("__sub__", "sub")):
     setattr(Tensor, _name, _functions.METHODS[_fn])
+# and tensor (op) tensor with nothing to record takes a path specialised to it before that
+from pytorchlite.generated import dispatch as _dispatch  # noqa: E402
+from pytorchlite._kernels.pointwise import binary_operator as _binary_operator  # noqa: E402
+
+for _name, _fn, _alpha in (("__add__", "add", True), ("__sub__", "sub", True), ("__mul__", "mul", False),
+                           ("__truediv__", "_div_true", False)):
+    setattr(Tensor, _name, _binary_operator(getattr(_dispatch, "OP_" + _fn), getattr(Tensor, _name), _alpha))
+del _alpha
 for _name, _fn in _functions.EXPORTS.get("", {}).items():
     globals()[_name] = _fn
 del _name, _fn

@@ -100,6 +100,37 @@ def test_tensor_operands_out_and_inplace_match_general_path(op):
         assert res[0][1] == res[1][1]
 
 
+OPERATORS = [("__add__", "add"), ("__sub__", "sub"), ("__mul__", "mul"), ("__truediv__", "_div_true")]
+
+
+@pytest.mark.parametrize("dunder,name", OPERATORS)
+def test_specialised_operators_match_general_path(dunder, name):
+    """Tensor.__add__ and co. take a path specialised to two same-dtype, same-shape
+    contiguous tensors with nothing to record (pw.binary_operator); it must agree with
+    the general path in dtype, values and errors (bool - bool), and hand everything else
+    (broadcasting, mixed dtypes, strides, gradients) to the binding."""
+    op = getattr(dispatch, "OP_" + name)
+    fn = getattr(pytorchlite.Tensor, dunder)
+    for dt in DTYPES:
+        a, b = _tensor(dt), _tensor(dt, VALUES[3:] + VALUES[:3])
+        _same(_outcome(lambda: fn(a, b)), _outcome(lambda: pw._run_general(op, (a, b), _scalars(op), None, False)))
+        # a result never aliases an operand, and the operands' versions do not move
+        r = _outcome(lambda: fn(a, b))
+        if r[0] == "ok":
+            out = fn(a, b)
+            assert out.data_ptr() not in (a.data_ptr(), b.data_ptr()) and a._version == b._version == 0
+    x = pytorchlite.arange(6.0).view(2, 3)
+    y = pytorchlite.arange(1.0, 7.0).view(3, 2).t()           # strided
+    for other in (y, pytorchlite.ones(3), pytorchlite.ones(2, 3, dtype=D.int64), 2.5):
+        _same(_outcome(lambda: fn(x, other)), _outcome(lambda: getattr(pytorchlite, name)(x, other)))
+    # gradients are recorded (through the binding)
+    w = pytorchlite.ones(3, requires_grad=True)
+    out = fn(w, pytorchlite.full((3,), 2.0))
+    assert out.grad_fn is not None
+    out.sum().backward()
+    assert w.grad is not None
+
+
 @pytest.mark.parametrize("dt", [D.int32, D.float32, D.float64])
 def test_out_aliasing_an_input(dt):
     for fn in (pw.run, pw._run_general):

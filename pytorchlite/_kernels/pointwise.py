@@ -431,6 +431,64 @@ def run(op, operands, scalars, out, inplace):
     return _run_general(op, operands, scalars, out, inplace)
 
 
+def binary_operator(op, slow, with_alpha):
+    """`Tensor.__add__` and the like for `op`: the fast path of run(), specialised to two
+    contiguous CPU tensors of one dtype and shape with no gradient to record, written out
+    for exactly two operands (and alpha=1 where the operator takes one); anything else
+    goes to `slow`, the generated binding. `a + b` on small tensors is mostly this Python,
+    and the general loop over operands and scalars costs as much again."""
+    table, chk, kern = _FAST.get(op) or _fast_out_dtypes(op)
+    if chk is _check_alpha:
+        chk = None          # alpha is 1 here, which every dtype takes
+    elif chk is _check_sub:
+        # with alpha 1 and both operands of one dtype it raises for bool only: leave bool
+        # to the binding, which raises, and check nothing
+        table = tuple(None if d is _BOOL else out for d, out in zip(D.BY_CODE, table))
+        chk = None
+    new, alloc_addr, free_addr = object.__new__, lib.ptl_alloc_addr, lib.ptl_free_addr
+    from pytorchlite.autograd.forward_ad import _state as fw_state
+
+    def operator(self, other):
+        if other.__class__ is Tensor and self.__class__ is Tensor:
+            dt = self._dtype
+            shape = self._shape
+            if other._dtype is dt and other._shape == shape and self._device is _CPU and \
+                    other._device is _CPU and (self._contig or self.is_contiguous()) and \
+                    (other._contig or other.is_contiguous()) and not self._requires_grad and \
+                    not other._requires_grad and not fw_state.on:
+                out_dt = table[dt.code]
+                if out_dt is not None:
+                    if chk is not None:
+                        chk(op, (self, other), (1,) if with_alpha else (), dt)
+                    n = 1
+                    for k in shape:
+                        n *= k
+                    nbytes = n * out_dt.itemsize
+                    p = alloc_addr(nbytes)
+                    if not p:
+                        raise RuntimeError(f"[CPU allocator] out of memory: tried to allocate {nbytes} bytes")
+                    st = new(Storage)       # Storage.allocate, inlined
+                    st.ptr = p
+                    st.nbytes = nbytes
+                    st.device = _CPU
+                    st._owner = None
+                    st._free = free_addr
+                    res = make(st, shape, self._stride, 0, out_dt, None, True)
+                    item = dt.itemsize
+                    a = self._storage.ptr + self._offset * item
+                    b = other._storage.ptr + other._offset * item
+                    status = kern(dt.code, n, 0, p, a, b, 1.0, 1) if with_alpha else kern(dt.code, n, 0, p, a, b)
+                    if status:
+                        check(status, op.name)
+                    return res
+        return slow(self, other)
+
+    operator.__name__ = slow.__name__
+    operator.__qualname__ = slow.__qualname__
+    operator.__doc__ = slow.__doc__
+    return operator
+
+
 def _fast_target(target, shape, out_dt, operands, inplace):
     """Whether the fast path can write the result straight into an out=/in-place tensor:
     one the general path would also write directly, with no check of it left to fail
