@@ -64,7 +64,8 @@ int ptl_reduce_contiguous(int op, intptr_t in, int in_dtype, int64_t n, intptr_t
 /* data movement: movement.c */
 int ptl_cat(intptr_t out, int64_t outer, int64_t out_row, int n, const intptr_t *ptrs, const int64_t *rows);
 int ptl_gather(const ptl_tensor *ts, int64_t dim_size, int64_t dim_stride, int wrap, int64_t *bad);
-int ptl_scatter(const ptl_tensor *ts, int64_t dim_size, int64_t dim_stride, int dim, int op, int wrap, int64_t *bad);
+int ptl_scatter(const ptl_tensor *ts, int64_t dim_size, int64_t dim_stride, int dim, int op, int wrap, int precheck,
+                int64_t *bad);
 
 /* @@ section: data-movement (add declarations above this line) @@ */
 

@@ -433,10 +433,32 @@ static inline void combine(char *d, const char *s, int dtype, int op) {
     }
 }
 
-/* rows [r0, r1), columns [c0, c1) of the walk; a = src, b = dst (restrided) */
-static PTL_HOT void scatter_block(const mwalk *w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int op) {
+/* rows [r0, r1), columns [c0, c1) of the walk; a = src, b = dst (restrided). Every index is
+ * checked as it is used: an out-of-range one stops the block and returns 1, having written
+ * part of dst (the caller then finds the first bad index in order and reports it). */
+#define SCATTER_INDEX(expr)                                                                      \
+    int64_t v = (expr);                                                                          \
+    if ((uint64_t)(v - lo) >= span) return 1;                                                    \
+    v += v < 0 ? n : 0;
+
+/* d[idx[j]] += src[j] over one row: the loop of scatter_add along a contiguous last dim,
+ * kept in a function of its own so that its few values stay in registers */
+static PTL_HOT int scatter_add_row_f32(float *restrict d, const float *restrict src, const int64_t *restrict ip,
+                                       int64_t c0, int64_t c1, int64_t lo, uint64_t span, int64_t n) {
+    for (int64_t j = c0; j < c1; j++) {
+        int64_t v = ip[j];
+        if ((uint64_t)(v - lo) >= span) return 1;
+        v += v < 0 ? n : 0;
+        d[v] += src[j];
+    }
+    return 0;
+}
+
+static PTL_HOT int scatter_block(const mwalk *w, int64_t r0, int64_t r1, int64_t c0, int64_t c1, int op, int wrap) {
     int last = w->ndim - 1;
     int64_t as = w->a_st[last], bs = w->b_st[last], ist = w->i_st[last], ds = w->dim_stride, n = w->dim_size;
+    int64_t lo = wrap ? -n : 0;
+    uint64_t span = (uint64_t)(n - lo);
     int item = w->item;
     for (int64_t r = r0; r < r1; r++) {
         char *a, *b;
@@ -444,16 +466,14 @@ static PTL_HOT void scatter_block(const mwalk *w, int64_t r0, int64_t r1, int64_
         mwalk_row(w, r, &a, &b, &ip);
         if (op == SC_ASSIGN) {
             for (int64_t j = c0; j < c1; j++) {
-                int64_t v = ip[j * ist];
-                if (v < 0) v += n;
+                SCATTER_INDEX(ip[j * ist])
                 memcpy(b + j * bs + v * ds, a + j * as, (size_t)item);
             }
         } else if (op == SC_ADD && w->dtype == PTL_F32 && as == 4 && ist == 0 && bs == 4 && ds % 4 == 0) {
             /* index_add along a leading dim: one index for the whole row, so the row is a
              * contiguous vector add (one destination row per index, as rows of the walk
              * run one after another on a thread) */
-            int64_t v = ip[0];
-            v += v < 0 ? n : 0;
+            SCATTER_INDEX(ip[0])
             float *d = (float *)(b + v * ds);
             const float *src = (const float *)a;
             for (int64_t j = c0; j < c1; j++) d[j] += src[j];
@@ -462,15 +482,17 @@ static PTL_HOT void scatter_block(const mwalk *w, int64_t r0, int64_t r1, int64_
             float *d = (float *)b;
             const float *src = (const float *)a;
             int64_t ebs = bs / 4, eds = ds / 4;
+            if (ebs == 0 && eds == 1) {   /* scatter_add along a contiguous last dim */
+                if (scatter_add_row_f32(d, src, ip, c0, c1, lo, span, n)) return 1;
+                continue;
+            }
             for (int64_t j = c0; j < c1; j++) {
-                int64_t v = ip[j];
-                v += v < 0 ? n : 0;
+                SCATTER_INDEX(ip[j])
                 d[j * ebs + v * eds] += src[j];
             }
         } else if (op == SC_ADD && w->dtype == PTL_F32) {
             for (int64_t j = c0; j < c1; j++) {
-                int64_t v = ip[j * ist];
-                if (v < 0) v += n;
+                SCATTER_INDEX(ip[j * ist])
                 float x, y;
                 memcpy(&x, b + j * bs + v * ds, 4);
                 memcpy(&y, a + j * as, 4);
@@ -479,25 +501,29 @@ static PTL_HOT void scatter_block(const mwalk *w, int64_t r0, int64_t r1, int64_
             }
         } else {
             for (int64_t j = c0; j < c1; j++) {
-                int64_t v = ip[j * ist];
-                if (v < 0) v += n;
+                SCATTER_INDEX(ip[j * ist])
                 combine(b + j * bs + v * ds, a + j * as, w->dtype, op);
             }
         }
     }
+    return 0;
 }
 
 /* ts = [dst restrided, src, index], all at the index's shape; `dim` is the scattered dim
  * of that shape (-1 for a flat scatter). Different rows (or columns) of the walk write
  * disjoint parts of dst unless they differ along `dim`, which decides how work is split
- * over threads. */
-int ptl_scatter(const ptl_tensor *ts, int64_t dim_size, int64_t dim_stride, int dim, int op, int wrap, int64_t *bad) {
+ * over threads. Indices are checked as they are used, in the same pass; an out-of-range
+ * one leaves dst partly written, so callers pass a fresh dst they drop on error, or set
+ * `precheck` to have every index checked before anything is written. */
+int ptl_scatter(const ptl_tensor *ts, int64_t dim_size, int64_t dim_stride, int dim, int op, int wrap, int precheck,
+                int64_t *bad) {
     mwalk w;
     if (op < SC_ASSIGN || op > SC_MIN) return PTL_ERR_ARG;
     int st = mwalk_init(&w, &ts[1], &ts[0], &ts[2], dim_size, dim_stride);
     if (st != PTL_OK) return st;
     int64_t rows = mwalk_rows(&w), cols = w.sizes[w.ndim - 1], numel = rows * cols;
-    if (check_range(&w, 0, rows, 0, cols, wrap, bad)) return PTL_ERR_INDEX;
+    if (precheck && check_range(&w, 0, rows, 0, cols, wrap, bad)) return PTL_ERR_INDEX;
+    int failed = 0;
 #ifdef _OPENMP
     int nthreads = omp_get_max_threads();
     int last = ts[2].ndim - 1;
@@ -507,12 +533,12 @@ int ptl_scatter(const ptl_tensor *ts, int64_t dim_size, int64_t dim_stride, int 
         if (dim == last && rows > 1) {
             /* rows differ outside `dim`: they never write the same element */
             if (chunks > rows) chunks = rows;
-#pragma omp parallel num_threads((int)chunks)
+#pragma omp parallel num_threads((int)chunks) reduction(| : failed)
             {
                 int t = omp_get_thread_num(), nt = omp_get_num_threads();
-                scatter_block(&w, rows * t / nt, rows * (t + 1) / nt, 0, cols, op);
+                failed |= scatter_block(&w, rows * t / nt, rows * (t + 1) / nt, 0, cols, op, wrap);
             }
-            return PTL_OK;
+            goto done;
         }
         if (dim == 0 && last == 1 && w.i_st[1] == 0 && w.b_st[0] == 0 && rows > 1 &&
             llabs(w.dim_stride) >= cols * llabs(w.b_st[1])) {
@@ -520,33 +546,43 @@ int ptl_scatter(const ptl_tensor *ts, int64_t dim_size, int64_t dim_stride, int 
              * row idx[r], and rows with different destinations never overlap. Each thread
              * takes the walk rows whose destination is in its own range, so it streams whole
              * source rows (splitting the columns instead would halve every row's stream) */
-            if (chunks > w.dim_size) chunks = w.dim_size;
-#pragma omp parallel num_threads((int)chunks)
+            int64_t n = w.dim_size, vlo = wrap ? -n : 0;
+            if (chunks > n) chunks = n;
+#pragma omp parallel num_threads((int)chunks) reduction(| : failed)
             {
                 int t = omp_get_thread_num(), nt = omp_get_num_threads();
-                int64_t lo = w.dim_size * t / nt, hi = w.dim_size * (t + 1) / nt;
+                int64_t lo = n * t / nt, hi = n * (t + 1) / nt;
                 for (int64_t r = 0; r < rows; r++) {
                     int64_t v = w.idx[r * w.i_st[0]];
-                    v += v < 0 ? w.dim_size : 0;
-                    if (v >= lo && v < hi) scatter_block(&w, r, r + 1, 0, cols, op);
+                    if ((uint64_t)(v - vlo) >= (uint64_t)(n - vlo)) {
+                        failed = 1;     /* every thread sees it; none writes that row */
+                        break;
+                    }
+                    v += v < 0 ? n : 0;
+                    if (v >= lo && v < hi) failed |= scatter_block(&w, r, r + 1, 0, cols, op, wrap);
                 }
             }
-            return PTL_OK;
+            goto done;
         }
         if (dim != last && cols > 1) {
             /* columns differ outside `dim`: split them */
             if (chunks > cols) chunks = cols;
-#pragma omp parallel num_threads((int)chunks)
+#pragma omp parallel num_threads((int)chunks) reduction(| : failed)
             {
                 int t = omp_get_thread_num(), nt = omp_get_num_threads();
-                scatter_block(&w, 0, rows, cols * t / nt, cols * (t + 1) / nt, op);
+                failed |= scatter_block(&w, 0, rows, cols * t / nt, cols * (t + 1) / nt, op, wrap);
             }
-            return PTL_OK;
+            goto done;
         }
     }
 #endif
     (void)numel;
     (void)dim;
-    scatter_block(&w, 0, rows, 0, cols, op);
-    return PTL_OK;
+    failed = scatter_block(&w, 0, rows, 0, cols, op, wrap);
+#ifdef _OPENMP
+done:
+#endif
+    /* the first bad index in walk order, as a check before writing would have reported */
+    if (failed && check_range_serial(&w, 0, rows, 0, cols, wrap, bad)) return PTL_ERR_INDEX;
+    return failed ? PTL_ERR_ARG : PTL_OK;
 }

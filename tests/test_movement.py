@@ -589,3 +589,31 @@ def test_gradients_flow_through_composites():
           + torch.take_along_dim(xt, torch.tensor([[0], [2]]), 1).sum())
     yt.backward()
     np.testing.assert_allclose(x.grad.numpy(), xt.grad.numpy())
+
+
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_scatter_out_of_range_index_writes_nothing_and_names_the_first(n_threads):
+    """Indices are checked as the scatter uses them (no pass of their own), into a fresh
+    copy of self: on a bad index self, in place or not, is left as it was, and the error
+    names the first bad index in row-major order whatever thread met one first."""
+    old = P.get_num_threads()
+    P.set_num_threads(n_threads)
+    try:
+        rng = np.random.default_rng(5)
+        self = P.tensor(rng.standard_normal((512, 300)).astype(np.float32))
+        before = self.numpy().copy()
+        idx = rng.integers(0, 300, (512, 300))
+        idx[400, 7] = 300
+        idx[100, 3] = -1
+        src = P.ones(512, 300)
+        for call in (lambda: self.scatter_add(1, P.tensor(idx), src), lambda: self.scatter_add_(1, P.tensor(idx), src),
+                     lambda: self.scatter_(1, P.tensor(idx), src)):
+            with pytest.raises(RuntimeError, match=r"index -1 is out of bounds for dimension 1 with size 300"):
+                call()
+            np.testing.assert_array_equal(self.numpy(), before)
+        rows = P.tensor(np.r_[rng.integers(0, 512, 2000), [512], rng.integers(0, 512, 10)])
+        with pytest.raises(RuntimeError, match=r"index 512 is out of bounds for dimension 0 with size 512"):
+            self.index_add_(0, rows, P.ones(2011, 300))
+        np.testing.assert_array_equal(self.numpy(), before)
+    finally:
+        P.set_num_threads(old)

@@ -253,7 +253,9 @@ def _scatter_into(op, dst, d, index, src, code, wrap=False):
     descs = _desc_array([(dst, ishape, _restrided(dst, ishape, d)), (src, ishape, src_st),
                          (index, ishape, index._stride)])
     bad = _new("int64_t[2]")
-    status = lib.ptl_scatter(descs, dsize, dstride, d if len(ishape) else -1, code, 1 if wrap else 0, bad)
+    # (every caller scatters into a fresh tensor that is dropped on error: indices are
+    # checked as they are used, with no pass of their own)
+    status = lib.ptl_scatter(descs, dsize, dstride, d if len(ishape) else -1, code, 1 if wrap else 0, 0, bad)
     if status == 5:
         return bad[0]
     check(status, op)
