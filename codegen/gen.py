@@ -383,7 +383,10 @@ def _bindings(op, deriv=None):
                 dev = "_a.factory_device(device)"
             else:
                 dev = "_a.CPU"
-            kcall = f"_d.OP_{name}.kernel({dev})({', '.join(argvars)})"
+            # an inplace_kernel writes the in-place result into self given as _into= (and
+            # returns self), or returns a new tensor when it cannot, which is copied in
+            into = ["_into=self"] if inplace and op.inplace_kernel else []
+            kcall = f"_d.OP_{name}.kernel({dev})({', '.join(argvars + into)})"
             if deriv is not None:
                 run = [f"_result = {kcall}"]
                 if inplace:

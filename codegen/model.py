@@ -107,6 +107,7 @@ class Operator:
     doc: str = ""
     differentiable: Optional[bool] = None
     tensor_scalars: tuple = field(default=())  # Tensor args that also accept Python numbers
+    inplace_kernel: bool = False   # the kernel writes the in-place form's result into self itself
 
     @property
     def name(self):
@@ -145,7 +146,7 @@ class Operator:
 
 
 _ENTRY_KEYS = ("func", "variants", "pointwise", "dtypes", "promotion", "composite", "kernel",
-               "python_module", "doc", "differentiable", "tensor_scalars")
+               "python_module", "doc", "differentiable", "tensor_scalars", "inplace_kernel")
 
 
 def _err(file, line, func, msg):
@@ -211,6 +212,11 @@ def _parse_entry(raw, file):
         raise fail("'doc' must be a string")
     differentiable = e.pop("differentiable", None)
     tensor_scalars = e.pop("tensor_scalars", None)
+    inplace_kernel = e.pop("inplace_kernel", False)
+    if not isinstance(inplace_kernel, bool):
+        raise fail("'inplace_kernel' must be true or false")
+    if inplace_kernel and (kind != "kernel" or "inplace" not in variants):
+        raise fail("'inplace_kernel' needs a kernel entry with an 'inplace' variant")
 
     pointwise = composite = None
     kernels = ()
@@ -255,7 +261,7 @@ def _parse_entry(raw, file):
     return Operator(schema=schema, file=file, line=line, variants=tuple(variants), kind=kind,
                     pointwise=pointwise, composite=composite, kernels=kernels,
                     python_module=python_module, doc=doc.strip(), differentiable=differentiable,
-                    tensor_scalars=tuple(tensor_scalars))
+                    tensor_scalars=tuple(tensor_scalars), inplace_kernel=inplace_kernel)
 
 
 def _parse_pointwise(e, schema, fail):

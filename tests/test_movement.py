@@ -617,3 +617,51 @@ def test_scatter_out_of_range_index_writes_nothing_and_names_the_first(n_threads
         np.testing.assert_array_equal(self.numpy(), before)
     finally:
         P.set_num_threads(old)
+
+
+def test_inplace_scatter_kernels_write_self_directly_and_alike():
+    """scatter_, scatter_add_, index_add_ and index_copy_ write into self itself (ops.yaml
+    inplace_kernel): PyTorch's values, one version bump, self's storage kept, self left as
+    it was when an index is out of range, and PyTorch's errors when an operand shares
+    self's memory or self's elements share theirs."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((6, 5)).astype(np.float32)
+    idx = rng.integers(0, 5, (6, 5))
+    rows = np.array([4, 0, 4, 2, 1, 5])
+    cases = [
+        ("scatter_", lambda t, m: t.scatter_(1, m.tensor(idx), m.tensor(base * 2))),
+        ("scatter_add_", lambda t, m: t.scatter_add_(1, m.tensor(idx), m.tensor(base * 2))),
+        ("index_add_", lambda t, m: t.index_add_(0, m.tensor(rows), m.tensor(base[::-1].copy()), alpha=2)),
+        ("index_copy_", lambda t, m: t.index_copy_(0, m.tensor(rows[[1, 3, 4, 5, 0, 2]]), m.tensor(base * 3))),
+        # a non-contiguous self (a transposed view) is written through its strides
+        ("scatter_add_ on a view", lambda t, m: t.t().scatter_add_(0, m.tensor(idx.T.copy()), m.tensor(base.T.copy()))),
+    ]
+    for name, fn in cases:
+        ours, theirs = P.tensor(base), torch.tensor(base)
+        ptr, v0 = ours.data_ptr(), ours._version
+        r = fn(ours, P)
+        fn(theirs, torch)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, err_msg=name)
+        assert ours.data_ptr() == ptr and ours._version == v0 + 1, name
+        assert r.data_ptr() == ptr or name.endswith("on a view"), name
+    for fn in (lambda t: t.index_add_(0, P.tensor(rows), t), lambda t: t.scatter_add_(1, P.tensor(idx), t),
+               lambda t: t.index_copy_(0, P.tensor(rows[[1, 3, 4, 5, 0, 2]]), t)):
+        with pytest.raises(RuntimeError, match="some elements of the input tensor and the written-to tensor"):
+            fn(P.tensor(base))
+    # strided views sharing memory: PyTorch cannot tell and goes on; so do we, reading the
+    # source as it was before the write
+    ours, theirs = P.tensor(base), torch.tensor(base)
+    for t, m in ((ours, P), (theirs, torch)):
+        t[:, :3].index_copy_(1, m.tensor([0, 2]), t[:, 1:3].clone())
+    shared = P.tensor(base)
+    shared[:, :3].index_copy_(1, P.tensor([0, 2]), shared[:, 1:3])
+    np.testing.assert_allclose(shared.numpy(), theirs.numpy())
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+        P.zeros(1, 5).expand(6, 5).scatter_add_(1, P.tensor(idx), P.ones(6, 5))
+    bad = idx.copy()
+    bad[5, 4] = 9
+    ours = P.tensor(base)
+    with pytest.raises(RuntimeError, match="index 9 is out of bounds"):
+        ours.scatter_add_(1, P.tensor(bad), P.ones(6, 5))
+    np.testing.assert_array_equal(ours.numpy(), base)

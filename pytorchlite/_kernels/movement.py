@@ -239,7 +239,7 @@ def gather(self, dim, index, sparse_grad=False):
 _SCATTER_OPS = {None: 0, "add": 1, "sum": 1, "multiply": 2, "prod": 2, "amax": 3, "amin": 4}
 
 
-def _scatter_into(op, dst, d, index, src, code, wrap=False):
+def _scatter_into(op, dst, d, index, src, code, wrap=False, precheck=False):
     """dst (in place) op= src along d at index; returns the bad index or None."""
     ishape = index._shape
     if not _numel(ishape):
@@ -253,13 +253,38 @@ def _scatter_into(op, dst, d, index, src, code, wrap=False):
     descs = _desc_array([(dst, ishape, _restrided(dst, ishape, d)), (src, ishape, src_st),
                          (index, ishape, index._stride)])
     bad = _new("int64_t[2]")
-    # (every caller scatters into a fresh tensor that is dropped on error: indices are
-    # checked as they are used, with no pass of their own)
-    status = lib.ptl_scatter(descs, dsize, dstride, d if len(ishape) else -1, code, 1 if wrap else 0, 0, bad)
+    # Into a fresh tensor (dropped on error) indices are checked as they are used, with no
+    # pass of their own; into a live one (precheck) all of them before anything is written.
+    status = lib.ptl_scatter(descs, dsize, dstride, d if len(ishape) else -1, code, 1 if wrap else 0,
+                             1 if precheck else 0, bad)
     if status == 5:
         return bad[0]
     check(status, op)
     return None
+
+
+def _destination(self, into, *inputs):
+    """Where a scatter-like kernel writes: self itself for an in-place call (`into` is self,
+    see ops.yaml inplace_kernel), else a fresh copy of self. Returns (tensor, whether it is
+    self). In place, PyTorch's errors where it raises them: self's elements sharing memory
+    (an expanded self), or an operand sharing self's memory when both are contiguous (where
+    PyTorch can tell). Sharing PyTorch does not detect (strided views) is computed as if
+    the operands were read first: through a copy of self."""
+    if into is self:
+        from pytorchlite._kernels.pointwise import _overlaps, _self_overlapping
+        if _self_overlapping(self):
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                               "single memory location. Please clone() the tensor before performing the operation.")
+        shared = [t for t in inputs if isinstance(t, Tensor) and t._storage is self._storage and (
+            _overlaps(self, t) or (t._offset == self._offset and t._stride == self._stride and _numel(t._shape)))]
+        if not shared:
+            return self, True
+        if self.is_contiguous() and any(t.is_contiguous() for t in shared):
+            raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor "
+                               "refer to a single memory location. Please clone() the tensor before performing "
+                               "the operation.")
+    from pytorchlite._kernels.copy import clone
+    return clone(self), False
 
 
 def _scatter_checks(op, self, dim, index, src):
@@ -294,30 +319,29 @@ def _src_operand(src, dtype, device):
     return scalar_tensor(src, dtype, device)
 
 
-def _scatter_out(op, self, dim, index, src, code):
+def _scatter_out(op, self, dim, index, src, code, into=None):
     d = _scatter_checks(op, self, dim, index, src)
-    from pytorchlite._kernels.copy import clone
-    out = clone(self)
+    out, live = _destination(self, into, index, src)
     srct = _src_operand(src, self._dtype, self._device)
-    bad = _scatter_into(op, out, d, _long_index(index), srct, code)
+    bad = _scatter_into(op, out, d, _long_index(index), srct, code, precheck=live)
     if bad is not None:
         raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size "
                            f"{self._shape[d] if self._shape else 1}")
     return out
 
 
-def scatter(self, dim, index, src, reduce=None):
+def scatter(self, dim, index, src, reduce=None, _into=None):
     if reduce is not None and reduce not in ("add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
     if reduce is not None and isinstance(src, Tensor):
         import warnings
         warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
                       "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.")
-    return _scatter_out("scatter", self, dim, index, src, _SCATTER_OPS[reduce])
+    return _scatter_out("scatter", self, dim, index, src, _SCATTER_OPS[reduce], _into)
 
 
-def scatter_add(self, dim, index, src):
-    return _scatter_out("scatter_add", self, dim, index, src, 1)
+def scatter_add(self, dim, index, src, _into=None):
+    return _scatter_out("scatter_add", self, dim, index, src, 1, _into)
 
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -399,7 +423,7 @@ def _index_out_of_range(op, bad, d, size, prefix=""):
         f"{prefix}index {bad} is out of bounds for dimension {d} with size {size}")
 
 
-def index_add(self, dim, index, source, alpha=1):
+def index_add(self, dim, index, source, alpha=1, _into=None):
     d = _index_vector_checks("index_add_", self, dim, index, source)
     n = _numel(index._shape)
     nd = len(self._shape)
@@ -414,15 +438,14 @@ def index_add(self, dim, index, source, alpha=1):
             j != d and source._shape[j] != self._shape[j] for j in range(len(source._shape))):
         raise RuntimeError("source tensor shape must match self tensor shape, excluding the specified dimension. "
                            f"Got self.shape = {list(self._shape)} source.shape = {list(source._shape)}")
-    from pytorchlite._kernels.copy import clone
-    out = clone(self)
+    out, live = _destination(self, _into, index, source)
     src = source
     if alpha != 1:
         src = source.mul(alpha)
     sshape = source._shape if source._shape else ((1,) if nd else ())
     if not source._shape and nd:
         src = make_view(src, (1,), (0,), src._offset)
-    bad = _scatter_into("index_add_", out, d, _expanded_index(index, sshape, d), src, 1)
+    bad = _scatter_into("index_add_", out, d, _expanded_index(index, sshape, d), src, 1, precheck=live)
     if bad is not None:
         if nd <= 1:     # PyTorch's CPU index_add words it so for 0-d and 1-d self
             raise IndexError("index out of range in self")
@@ -430,7 +453,7 @@ def index_add(self, dim, index, source, alpha=1):
     return out
 
 
-def index_copy(self, dim, index, source):
+def index_copy(self, dim, index, source, _into=None):
     d = _index_vector_checks("index_copy_", self, dim, index, source, long_only=True, long_msg=RuntimeError(
         f"index_copy_(): Expected a long tensor for index, but got {index._dtype._torch_name}"))
     nd = len(self._shape)
@@ -450,13 +473,12 @@ def index_copy(self, dim, index, source):
     ssize = source._shape[d] if source._shape else 1
     if n != ssize:
         raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to source.size(dim) ({ssize})")
-    from pytorchlite._kernels.copy import clone
-    out = clone(self)
+    out, live = _destination(self, _into, index, source)
     src = source
     sshape = source._shape if source._shape else ((1,) if nd else ())
     if not source._shape and nd:
         src = make_view(src, (1,), (0,), src._offset)
-    bad = _scatter_into("index_copy_", out, d, _expanded_index(index, sshape, d), src, 0)
+    bad = _scatter_into("index_copy_", out, d, _expanded_index(index, sshape, d), src, 0, precheck=live)
     if bad is not None:
         raise _index_out_of_range("index_copy_", bad, d, self._shape[d] if nd else 1, prefix="index_copy_(): ")
     return out

@@ -174,6 +174,24 @@ def test_method_needs_self(tmp_path):
     assert "needs 'Tensor self'" in msg
 
 
+def test_inplace_kernel_needs_a_kernel_with_an_inplace_variant(tmp_path):
+    msg = _ops_error(tmp_path, """
+        - func: foo(Tensor self) -> Tensor
+          kernel: {cpu: a.b}
+          variants: function, method
+          inplace_kernel: true
+    """)
+    assert msg.startswith("ops.yaml:2: foo(Tensor self) -> Tensor: 'inplace_kernel' needs a kernel entry with an "
+                          "'inplace' variant")
+    msg = _ops_error(tmp_path, """
+        - func: foo(Tensor self) -> Tensor
+          kernel: {cpu: a.b}
+          variants: function, inplace
+          inplace_kernel: yes please
+    """)
+    assert "'inplace_kernel' must be true or false" in msg
+
+
 # --- determinism and freshness -------------------------------------------------------------
 
 def test_codegen_is_deterministic():
