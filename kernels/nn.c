@@ -319,70 +319,17 @@ static void ow_range(int64_t w0, int64_t sw, int64_t W, int64_t OW, int64_t *lo,
     }                                                                                             \
     /* The per-sample scheme (conv_per_sample): each thread unfolds one sample at a time into \
      * its own columns, small enough to stay in its L2 cache, and multiplies them with a     \
-     * single-threaded GEMM straight into the sample's (O, L) output: no columns buffer the  \
-     * size of the batch, no reordering of the output. */                                    \
-    static int conv_fwd_ps_##sfx(const int64_t *g, const T *x, const T *w, const T *b, T *y) {    \
-        int64_t N = g[GN], O = g[GO], G = g[GG], L = g[GOH] * g[GOW];                             \
-        int64_t CK = g[GC] / G * g[GKH] * g[GKW], Og = O / G;                                     \
-        int nt = conv_threads(g);                                                                 \
-        T *cols = malloc((size_t)nt * (size_t)(CK * G * L) * sizeof(T));                          \
-        if (!cols) return PTL_ERR_ALLOC;                                                          \
-        int prev = ptl_blas_serial_begin();                                                       \
-        _Pragma("omp parallel num_threads(nt)")                                                   \
-        {                                                                                         \
-            T *c = cols + (int64_t)omp_get_thread_num() * CK * G * L;                             \
-            _Pragma("omp for schedule(static)")                                                   \
-            for (int64_t n = 0; n < N; n++) {                                                     \
-                im2col_##sfx(g, x, n, 1, c);                                                      \
-                T *yn = y + n * O * L;                                                            \
-                for (int64_t gi = 0; gi < G; gi++)                                                \
-                    GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Og, (blasint)L,      \
-                         (blasint)CK, 1, w + gi * Og * CK, (blasint)CK, c + gi * CK * L,          \
-                         (blasint)L, 0, yn + gi * Og * L, (blasint)L);                            \
-                if (b)                                                                            \
-                    for (int64_t o = 0; o < O; o++) {                                             \
-                        T bv = b[o], *yp = yn + o * L;                                            \
-                        for (int64_t l = 0; l < L; l++) yp[l] += bv;                              \
-                    }                                                                             \
-            }                                                                                     \
-        }                                                                                         \
-        ptl_blas_serial_end(prev);                                                                \
-        free(cols);                                                                               \
-        return PTL_OK;                                                                            \
-    }                                                                                             \
-    static int conv_bwd_input_ps_##sfx(const int64_t *g, const T *gy, const T *w, T *gx) {        \
+     * single-threaded GEMM straight into the sample's part of the result: no columns buffer \
+     * the size of the batch, no reordering of the output. which: 0 forward (a = x, b = w,   \
+     * y = out), 1 backward input (a = gy, b = w, gx = out), 2 backward weight (a = x,       \
+     * b = gy, gw = out: each thread sums into its own block, added up at the end). */       \
+    static int conv_ps_##sfx(int which, const int64_t *g, const T *a, const T *b, const T *bias, T *out) { \
         int64_t N = g[GN], O = g[GO], G = g[GG], L = g[GOH] * g[GOW];                             \
         int64_t CK = g[GC] / G * g[GKH] * g[GKW], Og = O / G, X = g[GC] * g[GH] * g[GW];          \
         int nt = conv_threads(g);                                                                 \
         T *cols = malloc((size_t)nt * (size_t)(CK * G * L) * sizeof(T));                          \
-        if (!cols) return PTL_ERR_ALLOC;                                                          \
-        int prev = ptl_blas_serial_begin();                                                       \
-        _Pragma("omp parallel num_threads(nt)")                                                   \
-        {                                                                                         \
-            T *c = cols + (int64_t)omp_get_thread_num() * CK * G * L;                             \
-            _Pragma("omp for schedule(static)")                                                   \
-            for (int64_t n = 0; n < N; n++) {                                                     \
-                for (int64_t gi = 0; gi < G; gi++)                                                \
-                    GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)CK, (blasint)L,        \
-                         (blasint)Og, 1, w + gi * Og * CK, (blasint)CK, gy + n * O * L + gi * Og * L, \
-                         (blasint)L, 0, c + gi * CK * L, (blasint)L);                             \
-                memset(gx + n * X, 0, (size_t)X * sizeof(T));                                     \
-                col2im_##sfx(g, c, n, 1, gx);                                                     \
-            }                                                                                     \
-        }                                                                                         \
-        ptl_blas_serial_end(prev);                                                                \
-        free(cols);                                                                               \
-        return PTL_OK;                                                                            \
-    }                                                                                             \
-    /* each thread sums its samples' weight gradients into its own (O, CK) block; the blocks \
-     * are added up at the end */                                                             \
-    static int conv_bwd_weight_ps_##sfx(const int64_t *g, const T *x, const T *gy, T *gw) {       \
-        int64_t N = g[GN], O = g[GO], G = g[GG], L = g[GOH] * g[GOW];                             \
-        int64_t CK = g[GC] / G * g[GKH] * g[GKW], Og = O / G;                                     \
-        int nt = conv_threads(g);                                                                 \
-        T *cols = malloc((size_t)nt * (size_t)(CK * G * L) * sizeof(T));                          \
-        T *acc = calloc((size_t)nt * (size_t)(O * CK), sizeof(T));                                \
-        if (!cols || !acc) {                                                                      \
+        T *acc = which == 2 ? calloc((size_t)nt * (size_t)(O * CK), sizeof(T)) : NULL;            \
+        if (!cols || (which == 2 && !acc)) {                                                      \
             free(cols);                                                                           \
             free(acc);                                                                            \
             return PTL_ERR_ALLOC;                                                                 \
@@ -391,28 +338,51 @@ static void ow_range(int64_t w0, int64_t sw, int64_t W, int64_t OW, int64_t *lo,
         _Pragma("omp parallel num_threads(nt)")                                                   \
         {                                                                                         \
             int t = omp_get_thread_num();                                                         \
-            T *c = cols + (int64_t)t * CK * G * L, *gwt = acc + (int64_t)t * O * CK;              \
+            T *c = cols + (int64_t)t * CK * G * L;                                                \
             _Pragma("omp for schedule(static)")                                                   \
             for (int64_t n = 0; n < N; n++) {                                                     \
-                im2col_##sfx(g, x, n, 1, c);                                                      \
-                for (int64_t gi = 0; gi < G; gi++)                                                \
-                    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)Og, (blasint)CK,       \
-                         (blasint)L, 1, gy + n * O * L + gi * Og * L, (blasint)L, c + gi * CK * L, \
-                         (blasint)L, 1, gwt + gi * Og * CK, (blasint)CK);                         \
+                if (which == 0) {                                                                 \
+                    im2col_##sfx(g, a, n, 1, c);                                                  \
+                    T *yn = out + n * O * L;                                                      \
+                    for (int64_t gi = 0; gi < G; gi++)                                            \
+                        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)Og, (blasint)L,  \
+                             (blasint)CK, 1, b + gi * Og * CK, (blasint)CK, c + gi * CK * L,      \
+                             (blasint)L, 0, yn + gi * Og * L, (blasint)L);                        \
+                    if (bias)                                                                     \
+                        for (int64_t o = 0; o < O; o++) {                                         \
+                            T bv = bias[o], *yp = yn + o * L;                                     \
+                            for (int64_t l = 0; l < L; l++) yp[l] += bv;                          \
+                        }                                                                         \
+                } else if (which == 1) {                                                          \
+                    for (int64_t gi = 0; gi < G; gi++)                                            \
+                        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)CK, (blasint)L,    \
+                             (blasint)Og, 1, b + gi * Og * CK, (blasint)CK, a + n * O * L + gi * Og * L, \
+                             (blasint)L, 0, c + gi * CK * L, (blasint)L);                         \
+                    memset(out + n * X, 0, (size_t)X * sizeof(T));                                \
+                    col2im_##sfx(g, c, n, 1, out);                                                \
+                } else {                                                                          \
+                    T *gwt = acc + (int64_t)t * O * CK;                                           \
+                    im2col_##sfx(g, a, n, 1, c);                                                  \
+                    for (int64_t gi = 0; gi < G; gi++)                                            \
+                        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)Og, (blasint)CK,   \
+                             (blasint)L, 1, b + n * O * L + gi * Og * L, (blasint)L, c + gi * CK * L, \
+                             (blasint)L, 1, gwt + gi * Og * CK, (blasint)CK);                     \
+                }                                                                                 \
             }                                                                                     \
         }                                                                                         \
         ptl_blas_serial_end(prev);                                                                \
-        for (int64_t k = 0; k < O * CK; k++) {                                                    \
-            T s = 0;                                                                              \
-            for (int t = 0; t < nt; t++) s += acc[(int64_t)t * O * CK + k];                       \
-            gw[k] = s;                                                                            \
-        }                                                                                         \
+        if (which == 2)                                                                           \
+            for (int64_t k = 0; k < O * CK; k++) {                                                \
+                T s = 0;                                                                          \
+                for (int t = 0; t < nt; t++) s += acc[(int64_t)t * O * CK + k];                   \
+                out[k] = s;                                                                       \
+            }                                                                                     \
         free(cols);                                                                               \
         free(acc);                                                                                \
         return PTL_OK;                                                                            \
     }                                                                                             \
     static int conv_fwd_##sfx(const int64_t *g, const T *x, const T *w, const T *b, T *y) {       \
-        if (conv_per_sample(g, sizeof(T))) return conv_fwd_ps_##sfx(g, x, w, b, y);                \
+        if (conv_per_sample(g, sizeof(T))) return conv_ps_##sfx(0, g, x, w, b, y);                    \
         int64_t N = g[GN], O = g[GO], G = g[GG], L = g[GOH] * g[GOW];                             \
         int64_t CK = g[GC] / G * g[GKH] * g[GKW], Og = O / G;                                     \
         int64_t nb = conv_chunk(g);                                                               \
@@ -453,7 +423,7 @@ static void ow_range(int64_t w0, int64_t sw, int64_t W, int64_t OW, int64_t *lo,
         return PTL_OK;                                                                            \
     }                                                                                             \
     static int conv_bwd_input_##sfx(const int64_t *g, const T *gy, const T *w, T *gx) {           \
-        if (conv_per_sample(g, sizeof(T))) return conv_bwd_input_ps_##sfx(g, gy, w, gx);           \
+        if (conv_per_sample(g, sizeof(T))) return conv_ps_##sfx(1, g, gy, w, NULL, gx);           \
         int64_t N = g[GN], O = g[GO], G = g[GG], L = g[GOH] * g[GOW];                             \
         int64_t CK = g[GC] / G * g[GKH] * g[GKW], Og = O / G;                                     \
         int64_t nb = conv_chunk(g);                                                               \
@@ -484,7 +454,7 @@ static void ow_range(int64_t w0, int64_t sw, int64_t W, int64_t OW, int64_t *lo,
         return PTL_OK;                                                                            \
     }                                                                                             \
     static int conv_bwd_weight_##sfx(const int64_t *g, const T *x, const T *gy, T *gw) {          \
-        if (conv_per_sample(g, sizeof(T))) return conv_bwd_weight_ps_##sfx(g, x, gy, gw);          \
+        if (conv_per_sample(g, sizeof(T))) return conv_ps_##sfx(2, g, x, gy, NULL, gw);           \
         int64_t N = g[GN], O = g[GO], G = g[GG], L = g[GOH] * g[GOW];                             \
         int64_t CK = g[GC] / G * g[GKH] * g[GKW], Og = O / G;                                     \
         int64_t nb = conv_chunk(g);                                                               \
