@@ -100,6 +100,35 @@ def test_tensor_operands_out_and_inplace_match_general_path(op):
         assert res[0][1] == res[1][1]
 
 
+@pytest.mark.parametrize("op", POINTWISE, ids=lambda op: op.name)
+def test_strided_tier_matches_general_path(op):
+    """The second tier (pw._run_strided: one dtype, broadcasting or strided operands, a new
+    output, geometry cached) gives what the general path gives, or declines."""
+    n = len(op.inputs)
+    for dt in DTYPES:
+        base = [_tensor(dt, VALUES[k:] + VALUES[:k]) for k in range(n)]
+        layouts = [
+            [b.view(2, 4) if k == 0 else b[:4] for k, b in enumerate(base)],                 # (2, 4) with (4,)
+            [b.view(2, 4).t() if k == 0 else b.view(4, 2) for k, b in enumerate(base)],      # transposed
+            [b.view(8, 1) if k == 0 else b.view(1, 8) for k, b in enumerate(base)],          # outer product
+            [b[::2] for b in base],                                                          # step-sliced
+        ]
+        for ins in layouts:
+            for _ in range(2):      # the second call takes the cached geometry
+                try:
+                    r = pw._run_strided(op, tuple(ins), _scalars(op))
+                except Exception as e:  # the same error as the general path's is what is checked
+                    fast = ("error", type(e), str(e))
+                else:
+                    if r is None:
+                        continue
+                    fast = ("ok",) + _values(r)
+                _same(fast, _outcome(lambda: pw._run_general(op, tuple(ins), _scalars(op), None, False)))
+    if n >= 2:   # shapes that do not broadcast are left to the general path, which raises
+        assert pw._run_strided(op, (pytorchlite.ones(3), pytorchlite.ones(4)) + (pytorchlite.ones(3),) * (n - 2),
+                               _scalars(op)) is None
+
+
 OPERATORS = [("__add__", "add"), ("__sub__", "sub"), ("__mul__", "mul"), ("__truediv__", "_div_true")]
 
 

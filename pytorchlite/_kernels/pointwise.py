@@ -428,7 +428,80 @@ def run(op, operands, scalars, out, inplace):
                     check(status, op.name)
                 target._vc[0] += 1
                 return target
+    if out is None and not inplace:
+        res = _run_strided(op, operands, scalars)
+        if res is not None:
+            return res
     return _run_general(op, operands, scalars, out, inplace)
+
+
+# (each operand's shape and strides) -> (broadcast shape, its size, the result's strides,
+# the shape and the strides of the result and of every operand at it as C arrays); bounded
+# like _FAST_SCALARS
+_GEOMETRY = {}
+
+
+def _geometry(key, tensors):
+    shape = broadcast_shapes("", [t._shape for t in tensors])   # (a mismatch raises in the caller's try)
+    nd = len(shape)
+    if nd > 16:
+        return None
+    out_strides = contiguous_strides(shape)
+    geo = (shape, _numel(shape), out_strides, _new_descs("int64_t[]", shape or [0]),
+           [_new_descs("int64_t[]", out_strides or [0])] +
+           [_new_descs("int64_t[]", (t._stride if t._shape == shape else expand_strides(t, shape)) or [0])
+            for t in tensors])
+    if len(_GEOMETRY) >= 256:
+        _GEOMETRY.clear()
+    _GEOMETRY[key] = geo
+    return geo
+
+
+def _run_strided(op, operands, scalars):
+    """The second tier: CPU tensors of one dtype that broadcast or are strided (no Python
+    numbers, a new output). What the general path spends on this (the broadcast shape, each
+    operand's strides at it, and converting both to C arrays per call) depends only on the
+    operands' shapes and strides, so it is computed once per geometry and kept. None when
+    the general path must decide."""
+    first = operands[0]
+    if first.__class__ is not Tensor or first._device is not _CPU:
+        return None
+    dt = first._dtype
+    out_dt = (_FAST.get(op) or _fast_out_dtypes(op))[0][dt.code]
+    if out_dt is None:
+        return None
+    key = []
+    for x in operands:
+        if x.__class__ is not Tensor or x._dtype is not dt or x._device is not _CPU:
+            return None
+        key.append(x._shape)
+        key.append(x._stride)
+    key = tuple(key)
+    geo = _GEOMETRY.get(key)
+    if geo is None:
+        try:
+            geo = _geometry(key, operands)
+        except RuntimeError:
+            return None       # shapes that do not broadcast: the general path raises
+        if geo is None:
+            return None
+    chk = _CHECKS.get(op.name)
+    if chk is not None:
+        chk(op, operands, scalars, dt)
+    shape, n, out_strides, shape_arr, strides = geo
+    st = _alloc(n * out_dt.itemsize, _CPU)
+    res = make(st, shape, out_strides, 0, out_dt, None, True)
+    descs = _new_descs("ptl_tensor[]", len(operands) + 1)
+    nd = len(shape)
+    _set_desc(descs, 0, st.ptr, out_dt.code, nd, shape_arr, strides[0])
+    item = dt.itemsize
+    for k, x in enumerate(operands, 1):
+        _set_desc(descs, k, x._storage.ptr + x._offset * item, dt.code, nd, shape_arr, strides[k])
+    sc = _new_descs("ptl_scalar[]", max(len(scalars), 1))
+    for k, v in enumerate(scalars):
+        sc[k].d, sc[k].i = _scalar_arg(v)
+    check(op.cpu[0](len(operands) + 1, descs, sc), op.name)
+    return res
 
 
 def binary_operator(op, slow, with_alpha):
