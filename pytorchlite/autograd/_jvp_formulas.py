@@ -4,7 +4,7 @@ They are written in pytorchlite operators, like the backward helpers."""
 
 __all__ = ["linalg_solve_jvp", "cholesky_jvp", "trace_of_solve", "pad_jvp", "eigh_jvp", "svd_jvp",
            "reduction_jvp", "minmax_jvp", "qr_jvp", "lstsq_jvp",
-           "logcumsumexp_jvp", "scatter_jvp"]
+           "logcumsumexp_jvp", "scatter_jvp", "layer_norm_jvp"]
 
 
 def pad_jvp(self_t, pad, mode):
@@ -200,3 +200,17 @@ def scatter_jvp(self_t, dim, index, src_t, reduce):
         return F.scatter(self_t, dim, index, src_t, reduce="add")
     raise NotImplementedError(f"Trying to use forward AD with scatter(reduce='{reduce}') that does not support it "
                               "because it has not been implemented yet.")
+
+
+def layer_norm_jvp(input, input_t, weight, weight_t, bias_t, mean, rstd, normalized_shape):
+    """Tangent of layer_norm's output from those of input, weight and bias: with x_hat =
+    (x - mean) * rstd over the normalised dims, d x_hat = rstd * (dx - mean(dx) - x_hat *
+    mean(dx * x_hat)), and out = x_hat * w + b."""
+    dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
+    x_hat = (input - mean) * rstd
+    out = rstd * (input_t - input_t.mean(dims, keepdim=True) - x_hat * (input_t * x_hat).mean(dims, keepdim=True))
+    if weight is not None:
+        out = out * weight + x_hat * weight_t
+    if bias_t is not None:
+        out = out + bias_t
+    return out

@@ -182,7 +182,9 @@ def _fit(tangent, like):
 def attach(result, tangent, mutated=None):
     """Give `result` (a tensor, or a tuple/list of them) its tangent(s). For an in-place or
     out= call `mutated` is the tensor written: a tangent it already has is updated in place
-    (so views of it that share that tangent see the change), otherwise it gets one."""
+    (so views of it that share that tangent see the change), otherwise it gets one; so does
+    a tensor whose shape an in-place view op (squeeze_, t_, ...) changed, whose tangent is
+    then that op applied to the old tangent (a view of it)."""
     if isinstance(result, Tensor):
         if isinstance(tangent, tuple):
             tangent = tangent[0]     # one tensor where the schema has several returns
@@ -192,7 +194,8 @@ def attach(result, tangent, mutated=None):
                 mutated._fw = None
             return result
         tangent = _fit(tangent, result)
-        if mutated is not None and mutated._fw is not None and mutated is result:
+        if mutated is not None and mutated._fw is not None and mutated is result and \
+                mutated._fw._shape == tangent._shape:
             was = _state.on
             _state.on = False
             try:

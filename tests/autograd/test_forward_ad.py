@@ -144,3 +144,29 @@ def test_matches_pytorch_on_a_small_network():
     ours = net(P, fwAD, P.tensor(x), P.tensor(v))
     theirs = net(torch, tfw, torch.tensor(x), torch.tensor(v))
     np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_layer_norm_and_in_place_view_ops_match_pytorch():
+    """layer_norm's tangent (input, weight and bias all dual) and the tangent of a tensor
+    reshaped in place by squeeze_ / t_ / unsqueeze_ / transpose_, against torch's."""
+    torch = pytest.importorskip("torch")
+    tfw = torch.autograd.forward_ad
+    rng = np.random.default_rng(3)
+    x, tx = rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 4, 5))
+    w, tw, b, tb = (rng.standard_normal(5) for _ in range(4))
+    y, ty = rng.standard_normal((2, 1, 3)), rng.standard_normal((2, 1, 3))
+    out = []
+    for m, f in ((P, fwAD), (torch, tfw)):
+        with f.dual_level():
+            d = m.nn.functional.layer_norm(f.make_dual(m.tensor(x), m.tensor(tx)), [5],
+                                           f.make_dual(m.tensor(w), m.tensor(tw)),
+                                           f.make_dual(m.tensor(b), m.tensor(tb)))
+            v = f.make_dual(m.tensor(y), m.tensor(ty)) * 1
+            v.squeeze_(1)
+            v.t_()
+            v.unsqueeze_(0)
+            v.transpose_(0, 2)
+            out.append((f.unpack_dual(d).tangent.numpy(), f.unpack_dual(v).tangent.numpy()))
+    for ours, theirs in zip(*out):
+        assert ours.shape == theirs.shape
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
