@@ -25,14 +25,19 @@ extern ptl_dgemm_batch_fn *ptl_dgemm_batch;
  * is set to one thread and back (its count is process-wide; another Python thread's GEMM
  * meanwhile runs on one thread too, slower but right); MKL needs nothing, as it runs
  * sequentially when called inside an OpenMP parallel region (MKL_DYNAMIC, its default). */
-static inline int ptl_blas_serial_begin(void) {
-    if (ptl_sgemm != scipy_cblas_sgemm) return 0;
+static inline int ptl_openblas_serial_begin(void) {
     int n = scipy_openblas_get_num_threads();
     if (n > 1) scipy_openblas_set_num_threads(1);
     return n;
 }
-static inline void ptl_blas_serial_end(int previous) {
+static inline void ptl_openblas_serial_end(int previous) {
     if (previous > 1) scipy_openblas_set_num_threads(previous);
+}
+static inline int ptl_blas_serial_begin(void) {
+    return ptl_sgemm == scipy_cblas_sgemm ? ptl_openblas_serial_begin() : 0;
+}
+static inline void ptl_blas_serial_end(int previous) {
+    ptl_openblas_serial_end(previous);
 }
 
 #endif
