@@ -68,7 +68,7 @@ HELPERS = (
     "linalg_det_backward", "linalg_slogdet_backward", "linalg_solve_backward", "cholesky_backward",
     "linalg_qr_backward", "svd_backward", "eigh_backward", "linalg_lstsq_backward",
     # @@ section: linalg @@
-    "linalg_solve_jvp", "cholesky_jvp", "trace_of_solve", "pad_jvp", "eigh_jvp", "svd_jvp", "reduction_jvp", "minmax_jvp", "qr_jvp", "lstsq_jvp", "logcumsumexp_jvp", "scatter_jvp", "layer_norm_jvp",
+    "linalg_solve_jvp", "cholesky_jvp", "trace_of_solve", "pad_jvp", "eigh_jvp", "svd_jvp", "reduction_jvp", "minmax_jvp", "qr_jvp", "lstsq_jvp", "logcumsumexp_jvp", "scatter_jvp", "layer_norm_jvp", "cumprod_jvp",
     "softmax_double_backward", "convolution_double_backward", "max_pool_double_backward", "layer_norm_backward",
     # @@ section: nn @@
 )

@@ -4,7 +4,7 @@ They are written in pytorchlite operators, like the backward helpers."""
 
 __all__ = ["linalg_solve_jvp", "cholesky_jvp", "trace_of_solve", "pad_jvp", "eigh_jvp", "svd_jvp",
            "reduction_jvp", "minmax_jvp", "qr_jvp", "lstsq_jvp",
-           "logcumsumexp_jvp", "scatter_jvp", "layer_norm_jvp"]
+           "logcumsumexp_jvp", "scatter_jvp", "layer_norm_jvp", "cumprod_jvp"]
 
 
 def pad_jvp(self_t, pad, mode):
@@ -214,3 +214,23 @@ def layer_norm_jvp(input, input_t, weight, weight_t, bias_t, mean, rstd, normali
     if bias_t is not None:
         out = out + bias_t
     return out
+
+
+def cumprod_jvp(self, self_t, dim, result):
+    """Tangent of y = cumprod(x) along dim, exact where x has zeros: dy_i = sum over k <= i
+    of dx_k * prod(x_l, l <= i, l != k). Before the first zero z that is y_i * cumsum(dx /
+    x)_i; from z on only k = z survives: dx_z * prod(x_l, l < z) * prod(x_l, z < l <= i)."""
+    x = self.to(result.dtype)
+    dx = self_t.to(result.dtype)
+    if x.dim() == 0:
+        return dx
+    zero = x == 0
+    seen = zero.cumsum(dim)
+    before = seen == 0                      # positions before the first zero
+    first = zero & (seen == 1)              # the first zero itself
+    one = x.new_ones(())
+    term1 = result * dx.div(x.where(before, one)).where(before, 0).cumsum(dim)
+    head = x.where(before, one).prod(dim, keepdim=True)          # product before the first zero
+    tail = x.where(~(before | first), one).cumprod(dim)          # product after it, up to i
+    term2 = (dx * first).sum(dim, keepdim=True) * head * tail
+    return term1.where(before, term2)

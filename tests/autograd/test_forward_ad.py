@@ -50,9 +50,9 @@ def test_errors_match_pytorch():
 def test_operator_without_forward_formula_refuses_loudly():
     with fwAD.dual_level():
         d = fwAD.make_dual(_t([1.0, 2.0]), _t([1.0, 1.0]))
-        with pytest.raises(NotImplementedError, match="Trying to use forward AD with cumprod that does not "
+        with pytest.raises(NotImplementedError, match="Trying to use forward AD with scatter_reduce that does not "
                                                       "support it because it has not been implemented yet"):
-            d.cumprod(0)
+            P.zeros(2).scatter_reduce(0, P.tensor([0, 1]), d, "prod")
 
 
 def test_decorator_form():
@@ -170,3 +170,23 @@ def test_layer_norm_and_in_place_view_ops_match_pytorch():
     for ours, theirs in zip(*out):
         assert ours.shape == theirs.shape
         np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_cumprod_tangent_is_exact_through_zeros():
+    """cumprod's tangent where the input has one zero, two zeros or none in a row, against
+    torch's (a dx / x formula would give nan or drop the term of the zero)."""
+    torch = pytest.importorskip("torch")
+    tfw = torch.autograd.forward_ad
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((4, 6))
+    x[1, 2] = 0
+    x[2, 0] = x[2, 4] = 0
+    x[3, 5] = 0
+    t = rng.standard_normal((4, 6))
+    out = []
+    for m, f in ((P, fwAD), (torch, tfw)):
+        for dim in (1, 0):
+            with f.dual_level():
+                out.append(f.unpack_dual(f.make_dual(m.tensor(x), m.tensor(t)).cumprod(dim)).tangent.numpy())
+    for ours, theirs in zip(out[:2], out[2:]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14)
