@@ -135,7 +135,10 @@ class ConvTranspose2d(_ConvNd):
 
 # --- pooling ---------------------------------------------------------------------------------------
 
-class MaxPool2d(Module):
+class _MaxPoolNd(Module):
+    """Max pooling with the options kept as given (PyTorch's); `_fn` is the functional form."""
+    _fn = None
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
         super().__init__()
         self.kernel_size = kernel_size
@@ -144,15 +147,46 @@ class MaxPool2d(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                            self.return_indices)
+        return type(self)._fn(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                              ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
     def extra_repr(self):
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class AvgPool2d(Module):
+class MaxPool1d(_MaxPoolNd):
+    """1-D max pooling over (N, C, L) or (C, L) input."""
+    _fn = F.max_pool1d
+
+
+class MaxPool2d(_MaxPoolNd):
+    """2-D max pooling over (N, C, H, W) or (C, H, W) input."""
+    _fn = F.max_pool2d
+
+
+class _AvgPoolNd(Module):
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1d(_AvgPoolNd):
+    """1-D average pooling over (N, C, L) or (C, L) input; the sizes are kept as 1-tuples
+    (PyTorch's)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        super().__init__()
+        self.kernel_size = _ntuple(kernel_size, 1)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, 1)
+        self.padding = _ntuple(padding, 1)
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
+    def forward(self, input):
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+
+class AvgPool2d(_AvgPoolNd):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
         super().__init__()
@@ -165,20 +199,45 @@ class AvgPool2d(Module):
         return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
 
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
+class _AdaptivePoolNd(Module):
+    """Pooling to a given output size; `_fn` is the functional form."""
+    _fn = None
 
-class AdaptiveAvgPool2d(Module):
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
 
     def forward(self, input):
-        return F.adaptive_avg_pool2d(input, self.output_size)
+        return type(self)._fn(input, self.output_size)
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptivePoolNd):
+    _fn = F.adaptive_avg_pool1d
+
+
+class AdaptiveAvgPool2d(_AdaptivePoolNd):
+    _fn = F.adaptive_avg_pool2d
+
+
+class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
+    def __init__(self, output_size, return_indices=False):
+        super().__init__(output_size)
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        return type(self)._fn(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    _fn = F.adaptive_max_pool1d
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _fn = F.adaptive_max_pool2d
 
 
 # --- normalisation ---------------------------------------------------------------------------------

@@ -31,6 +31,33 @@ def tanh(input):
     return pytorchlite.tanh(input)
 
 
+def prelu(input, weight):
+    """input where input > 0, else weight * input: one weight per channel (dim 1), or one
+    shared by all.
+
+    >>> import pytorchlite
+    >>> prelu(pytorchlite.tensor([[-2., 3.], [4., -1.]]), pytorchlite.tensor([0.5, 0.1]))
+    tensor([[-1.0000,  3.0000],
+            [ 4.0000, -0.1000]])
+    """
+    if input.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got {input.dtype._torch_name} and "
+                           f"{weight.dtype._torch_name}")
+    if weight.numel() != 1:
+        if input.dim() == 0:
+            raise RuntimeError("Not allow zero-dim input tensor.")
+        channels = input.shape[1] if input.dim() > 1 else 1
+        if channels != weight.numel():
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                               f"{weight.numel()} and channel size = {channels}.")
+    if weight.dim() > 1:
+        raise RuntimeError(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: ndim = {weight.dim()}")
+    if weight.dim() != input.dim():
+        weight = weight.reshape([weight.numel() if d == 1 else 1 for d in range(input.dim())])
+    # at exactly 0 the slope branch: its gradient is weight, as PyTorch's
+    return pytorchlite.where(input > 0, input, weight * input)
+
+
 def linear(input, weight, bias=None):
     """input @ weight.T + bias.
 
@@ -410,17 +437,124 @@ def bilinear(input1, input2, weight, bias=None):
     return out.reshape(batch + (out_features,))
 
 
-def dropout(input, p=0.5, training=True, inplace=False):
-    """Zero each element with probability p and scale the rest by 1/(1-p)."""
+# --- normalisation and distances along a dim ---
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """input / max(||input||_p, eps), the norm taken along `dim` (an int or a tuple).
+
+    >>> import pytorchlite
+    >>> normalize(pytorchlite.tensor([[3., 4.], [0., 0.]]))
+    tensor([[0.6000, 0.8000],
+            [0.0000, 0.0000]])
+    """
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    return input / denom if out is None else pytorchlite.div(input, denom, out=out)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """Cosine of the angle between x1 and x2 (broadcast together) along `dim`: the sum of
+    x1 / max(||x1||, eps) times x2 / max(||x2||, eps), each norm clamped on its own (PyTorch
+    2's form, which keeps the result in [-1, 1]).
+
+    >>> import pytorchlite
+    >>> cosine_similarity(pytorchlite.tensor([[1., 0.], [1., 1.]]), pytorchlite.tensor([[1., 1.], [2., 2.]]))
+    tensor([0.7071, 1.0000])
+    """
+    dtype = pytorchlite.result_type(x1, x2)
+    if not dtype.is_floating_point:
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is {dtype._torch_name}")
+    shape = pytorchlite.broadcast_shapes(x1.shape, x2.shape)
+    factors = []
+    for x in (x1, x2):
+        x = (x if x.is_floating_point() else x.to(dtype)).expand(shape)
+        norm = pytorchlite.linalg.vector_norm(x, 2, dim, keepdim=True).clone()
+        # clamped in place out of autograd's sight, as PyTorch does: below eps the value is
+        # eps, but the gradient still flows into the norm as if unclamped
+        with pytorchlite.no_grad():
+            norm.clamp_min_(eps)
+        factors.append(x / norm)
+    return (factors[0] * factors[1]).sum(dim)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The p-norm of x1 - x2 + eps along the last dim of the broadcast pair.
+
+    >>> import pytorchlite
+    >>> pairwise_distance(pytorchlite.tensor([[0., 0.], [1., 1.]]), pytorchlite.tensor([[3., 4.], [1., 1.]]), eps=0.)
+    tensor([5., 0.])
+    """
+    return (x1 - x2 + eps).norm(p, max(x1.dim(), x2.dim()) - 1, keepdim)
+
+
+def _check_dropout_p(p):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
+
+
+def _dropout(input, p, training, inplace, kept_dims=None):
+    """PyTorch's dropout: input times a Bernoulli(1 - p) noise scaled by 1 / (1 - p). The
+    noise has input's size, or only its first `kept_dims` dims and size 1 after them, so
+    that one draw keeps or zeroes a whole channel."""
+    if not training or p == 0.0 or input.numel() == 0:
         return input
     if p == 1.0:
-        return input * 0.0
-    mask = pytorchlite.empty_like(input).bernoulli_(1 - p)
-    out = input * mask / (1 - p)
-    return input.copy_(out) if inplace else out
+        # a product, not a fill: nan and inf give nan, as in PyTorch
+        return input.mul_(0.0) if inplace else input * 0.0
+    shape = tuple(input.shape)
+    if kept_dims is not None:
+        if input.dim() < kept_dims:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+        shape = shape[:kept_dims] + (1,) * (input.dim() - kept_dims)
+    noise = input.new_empty(shape).bernoulli_(1 - p).div_(1 - p)
+    return input.mul_(noise) if inplace else input * noise
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1/(1-p)."""
+    _check_dropout_p(p)
+    return _dropout(input, p, training, inplace)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero each channel of (N, C, L) or (C, L) input with probability p, scaling the kept
+    channels by 1/(1-p).
+
+    >>> import pytorchlite
+    >>> dropout1d(pytorchlite.ones(2, 3), p=1.0)
+    tensor([[0., 0., 0.],
+            [0., 0., 0.]])
+    """
+    _check_dropout_p(p)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, a "
+                           "channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _dropout(input, p, training, inplace, kept_dims=input.dim() - 1)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero each channel of (N, C, H, W) input with probability p, scaling the kept channels
+    by 1/(1-p). As in PyTorch, 3-d input is taken as (N, C, L), with a warning, and other
+    sizes warn that they are deprecated.
+
+    >>> import pytorchlite
+    >>> dropout2d(pytorchlite.ones(1, 2, 2, 2), p=0.5, training=False).sum()
+    tensor(8.)
+    """
+    _check_dropout_p(p)
+    if input.dim() not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is deprecated and will "
+                      "result in an error in a future release. To retain the behavior and silence this warning, "
+                      "please use dropout instead. Note that dropout2d exists to provide channel-wise dropout on "
+                      "inputs with 2 spatial dimensions, a channel dimension, and an optional batch dimension "
+                      "(i.e. 3D or 4D inputs).", stacklevel=2)
+    if input.dim() == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout "
+                      "behavior is desired - input is interpreted as shape (N, C, L), where C is the channel dim. "
+                      "This behavior will change in a future release to interpret the input as one without a "
+                      "batch dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout behavior, "
+                      "please switch to using dropout1d instead.", stacklevel=2)
+    return _dropout(input, p, training, inplace, kept_dims=2)
 
 
 # --- convolution, pooling, normalisation, embedding (kernels in ops.yaml, see kernels/nn.c) ---
@@ -516,11 +650,118 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                                             ceil_mode, count_include_pad, divisor_override)
 
 
+def _adaptive_size(input, output_size):
+    """The (height, width) to pool to: an int, or a pair whose None entries keep the input size."""
+    return tuple(input.shape[-2 + i] if s is None else s for i, s in enumerate(_ntuple(output_size, 2)))
+
+
 def adaptive_avg_pool2d(input, output_size):
     """Average pooling to `output_size` (an int, or a pair whose None entries keep the input size)."""
-    size = _ntuple(output_size, 2)
-    size = tuple(input.shape[-2 + i] if s is None else s for i, s in enumerate(size))
-    return pytorchlite._adaptive_avg_pool2d(input, size)
+    return pytorchlite._adaptive_avg_pool2d(input, _adaptive_size(input, output_size))
+
+
+def _adaptive_windows(n, m):
+    """Adaptive pooling's window [floor(i*n/m), ceil((i+1)*n/m)) for each of m outputs."""
+    return [range(i * n // m, -(-(i + 1) * n // m)) for i in range(m)]
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Max pooling of (N, C, H, W) or (C, H, W) input to `output_size` (an int, or a pair whose
+    None entries keep the input size); with return_indices, also each maximum's flat index in
+    its (H, W) plane.
+
+    >>> import pytorchlite
+    >>> adaptive_max_pool2d(pytorchlite.arange(6.).view(1, 2, 3), (1, 2), return_indices=True)
+    (tensor([[[4., 5.]]]), tensor([[[4, 5]]]))
+    """
+    if input.dim() not in (3, 4):
+        raise RuntimeError(f"adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: {list(input.shape)}")
+    for d in range(1, input.dim()):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"adaptive_max_pool2d(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with dimension {d} being empty")
+    oh, ow = _adaptive_size(input, output_size)
+    if oh < 0 or ow < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(oh, ow)}: "
+                           f"{list(input.shape[:-2]) + [oh, ow]}")
+    h, w = input.shape[-2:]
+    # every window's flat positions in the plane, padded to one length by repeating its first
+    # position: a repeat changes neither the maximum nor the first position holding it
+    windows = [[r * w + c for r in rows for c in cols]
+               for rows in _adaptive_windows(h, oh) for cols in _adaptive_windows(w, ow)]
+    k = max(map(len, windows), default=1)
+    windows = pytorchlite.tensor([p + p[:1] * (k - len(p)) for p in windows], dtype=pytorchlite.int64,
+                                 device=input.device).view(oh * ow, k)
+    flat = input.flatten(-2)
+    first_max = flat[..., windows].argmax(-1, keepdim=True)
+    indices = windows.expand(tuple(flat.shape[:-1]) + (oh * ow, k)).gather(-1, first_max).squeeze(-1)
+    # gathered, not reduced, so that the gradient goes to that one position, as in PyTorch
+    out = flat.gather(-1, indices).unflatten(-1, (oh, ow))
+    return (out, indices.unflatten(-1, (oh, ow))) if return_indices else out
+
+
+# --- pooling in one dimension: as PyTorch does, (N, C, L) or (C, L) input pooled as a
+#     (N, C, 1, L) or (C, 1, L) image by the 2-d function, each size argument (1, s) ---
+
+def _pool1d(name, pool2d, input, sizes, **options):
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.dim()}-dimensional tensor for argument #1 "
+                           f"'self' (while checking arguments for {name})")
+    args2d = {}
+    for arg, value in sizes.items():
+        value = _ntuple(value, 1)
+        if len(value) != 1:
+            raise RuntimeError(f"{name}() argument '{arg}' should contain one int (got {len(value)})")
+        args2d[arg] = (0 if arg == "padding" else 1,) + value
+    out = pool2d(input.unsqueeze(-2), **args2d, **options)
+    return tuple(t.squeeze(-2) for t in out) if isinstance(out, tuple) else out.squeeze(-2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """1-D max pooling of (N, C, L) or (C, L) input; with return_indices, also each maximum's
+    index along L.
+
+    >>> import pytorchlite
+    >>> max_pool1d(pytorchlite.tensor([[1., 3., 2., 5., 4.]]), 2, return_indices=True)
+    (tensor([[3., 5.]]), tensor([[1, 3]]))
+    """
+    sizes = {"kernel_size": kernel_size, "stride": kernel_size if stride is None else stride, "padding": padding,
+             "dilation": dilation}
+    return _pool1d("max_pool1d", max_pool2d, input, sizes, ceil_mode=ceil_mode, return_indices=return_indices)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """1-D average pooling of (N, C, L) or (C, L) input.
+
+    >>> import pytorchlite
+    >>> avg_pool1d(pytorchlite.tensor([[1., 2., 3., 4., 5., 6., 7.]]), kernel_size=3, stride=2)
+    tensor([[2., 4., 6.]])
+    """
+    sizes = {"kernel_size": kernel_size, "stride": kernel_size if stride is None else stride, "padding": padding}
+    return _pool1d("avg_pool1d", avg_pool2d, input, sizes, ceil_mode=ceil_mode,
+                   count_include_pad=count_include_pad)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average pooling of (N, C, L) or (C, L) input to `output_size` along L.
+
+    >>> import pytorchlite
+    >>> adaptive_avg_pool1d(pytorchlite.tensor([[1., 2., 3., 4., 5.]]), 2)
+    tensor([[2., 4.]])
+    """
+    return _pool1d("adaptive_avg_pool1d", adaptive_avg_pool2d, input, {"output_size": output_size})
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Max pooling of (N, C, L) or (C, L) input to `output_size` along L; with return_indices,
+    also each maximum's index along L.
+
+    >>> import pytorchlite
+    >>> adaptive_max_pool1d(pytorchlite.tensor([[1., 3., 2., 5., 4.]]), 2)
+    tensor([[3., 5.]])
+    """
+    return _pool1d("adaptive_max_pool1d", adaptive_max_pool2d, input, {"output_size": output_size},
+                   return_indices=return_indices)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):

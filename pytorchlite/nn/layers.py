@@ -1,5 +1,5 @@
 """Layers: Linear, Bilinear, Flatten/Unflatten, activations, containers (Sequential,
-ModuleList, ModuleDict), losses, Dropout."""
+ModuleList, ModuleDict), losses, distances, Dropout."""
 
 import math
 import warnings
@@ -250,6 +250,26 @@ class ReLU6(Hardtanh):
         return "inplace=True" if self.inplace else ""
 
 
+class PReLU(Module):
+    """x where x > 0, else a * x, with a learnt slope `weight`: one shared (num_parameters=1)
+    or one per channel, initialised to `init`."""
+
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters, self.init = num_parameters, init
+        self.weight = Parameter(pytorchlite.empty(num_parameters, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.constant_(self.weight, self.init)
+
+    def forward(self, input):
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
 class GELU(Module):
     def __init__(self, approximate="none"):
         super().__init__()
@@ -279,7 +299,33 @@ class LogSoftmax(Softmax):
         return F.log_softmax(input, self.dim)
 
 
-class Dropout(Module):
+class CosineSimilarity(Module):
+    """Cosine similarity of two inputs along `dim`."""
+
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    """p-norm distance between two inputs along their last dim; the exponent is kept as
+    `norm` (PyTorch's attribute name)."""
+
+    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+class _DropoutNd(Module):
+    """Dropout with probability p; `_fn` is the functional form."""
+    _fn = None
+
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
         if p < 0 or p > 1:
@@ -287,10 +333,26 @@ class Dropout(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, input):
-        return F.dropout(input, self.p, self.training, self.inplace)
+        return type(self)._fn(input, self.p, self.training, self.inplace)
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    """Zeroes each element with probability p in training, scaling the rest by 1/(1-p)."""
+    _fn = F.dropout
+
+
+class Dropout1d(_DropoutNd):
+    """Zeroes whole channels of (N, C, L) or (C, L) input with probability p in training."""
+    _fn = F.dropout1d
+
+
+class Dropout2d(_DropoutNd):
+    """Zeroes whole channels of (N, C, H, W) input with probability p in training (3-d input
+    is taken as (N, C, L), with PyTorch's warning)."""
+    _fn = F.dropout2d
 
 
 class Sequential(Module):
