@@ -237,19 +237,23 @@ def _runs(op, flat, perm, return_inverse, return_counts, inverse_shape):
     """Groups of equal neighbours of the 1-d `flat`: (values, inverse, counts)."""
     n = flat._shape[0]
     uvals = _new_tensor((n,), flat._dtype, flat._device)
-    inverse = _new_tensor(inverse_shape, _I64, flat._device)
-    counts = _new_tensor((n,), _I64, flat._device)
+    # (only what is asked for: the inverse is a scatter through the sort permutation, a
+    # random write per element)
+    inverse = _new_tensor(inverse_shape, _I64, flat._device) if return_inverse else None
+    counts = _new_tensor((n,), _I64, flat._device) if return_counts else None
     ng = _new("int64_t *")
     if n:
         desc = _new("ptl_tensor[2]")
         _fill(desc[0], flat, flat._shape, flat._stride)
         _fill(desc[1], uvals, uvals._shape, uvals._stride)
-        check(lib.ptl_unique_runs(desc, _ptr(perm) if perm is not None else _NULL, desc + 1, _ptr(inverse),
-                                  _ptr(counts), ng), op)
+        check(lib.ptl_unique_runs(desc, _ptr(perm) if perm is not None else _NULL, desc + 1,
+                                  _ptr(inverse) if inverse is not None else _NULL,
+                                  _ptr(counts) if counts is not None else _NULL, ng), op)
     g = ng[0]
     from pytorchlite._kernels.copy import clone
     values = clone(make(uvals._storage, (g,), (1,), 0, uvals._dtype, uvals._vc, True))
-    counts = clone(make(counts._storage, (g,), (1,), 0, _I64, counts._vc, True))
+    if counts is not None:
+        counts = clone(make(counts._storage, (g,), (1,), 0, _I64, counts._vc, True))
     return values, inverse, counts
 
 
