@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import jinja2
 
-from . import cexpr
+from . import cexpr, operators as pyops, structured
 from .derivatives import binding_lines, forward_lines, load_derivative_entries, render_nodes
-from .model import ALL_DTYPES, DTYPE_CLASS, CodegenError, Operator, load_ops
+from .model import ALL_DTYPES, DTYPE_CLASS, Operator, load_ops
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
@@ -172,6 +172,12 @@ class PointwiseView:
             expr = cexpr.emit(tree, ctype, sfx, lambda n: ("v_" if n in self.inputs else "s_") + n)
             self.kernels.append(KernelVariant(d, out, expr))
         self.out_code_expr = "PTL_BOOL" if pw.promotion == "bool_out" else "dtype"
+        self.check = pw.check
+        self.check_module, _, self.check_function = pw.check.rpartition(".")
+        self.kernel_name = pw.kernel_name
+        self.dtype_errors = dict(pw.dtype_errors)
+        self.out_dtype_error = pw.out_dtype_error
+        self.all_numbers = pw.all_numbers
 
 
 # --- Python bindings -------------------------------------------------------------------
@@ -386,6 +392,8 @@ def _bindings(op, deriv=None):
             # an inplace_kernel writes the in-place result into self given as _into= (and
             # returns self), or returns a new tensor when it cannot, which is copied in
             into = ["_into=self"] if inplace and op.inplace_kernel else []
+            if with_out and op.structured is not None:
+                into = ["_out=out"]     # the generated impl writes into out when it fits
             kcall = f"_d.OP_{name}.kernel({dev})({', '.join(argvars + into)})"
             if deriv is not None:
                 run = [f"_result = {kcall}"]
@@ -481,15 +489,35 @@ def render_all(root=ROOT):
         if op.has_inplace:
             methods.append((op.name + "_", f"_m_{op.name}_"))
 
+    py_operators = []
+    for p, fast in pyops.resolve(ops):
+        fast_view = None
+        if fast is not None:
+            fast_view = {"name": fast.name, "alpha": any(a.name == "alpha" for a in fast.schema.arguments)}
+        py_operators.append({"dunder": p.dunder, "op": p.op, "role": p.role, "unary": p.unary,
+                             "others": pyops.OTHERS.get(p.others), "floating_error": p.floating_error, "via_method": p.via_method,
+                             "fast": fast_view})
+    fast_ops = sorted({o["fast"]["name"] for o in py_operators if o["fast"]})
+
+    st_views = structured.views(ops, root)
+    meta_modules = sorted({v.meta_module for v in st_views})
+    aliases = {m: f"_meta{i}" for i, m in enumerate(meta_modules)}
+    for v in st_views:
+        v.meta_alias = aliases[v.meta_module]
+
     files = {
         "generated/pointwise.c": env.get_template("pointwise.c.j2").render(header=HEADER, ops=pw_views),
         # the same bodies as CUDA kernels (compiled at run time by pytorchlite/cuda/_nvrtc.py)
         "generated/pointwise.cu": env.get_template("pointwise.cu.j2").render(header=HEADER, ops=pw_views),
         "generated/cdefs.h": env.get_template("cdefs.h.j2").render(header=HEADER, ops=pw_views),
-        "generated/dispatch.py": env.get_template("dispatch.py.j2").render(header=HEADER, ops=dispatch_ops),
+        "generated/dispatch.py": env.get_template("dispatch.py.j2").render(
+            header=HEADER, ops=dispatch_ops, check_modules=sorted({v.check_module for v in pw_views if v.check})),
         "generated/functions.py": env.get_template("functions.py.j2").render(
-            header=HEADER, ops=bindings, exports=sorted(exports.items()), methods=methods),
+            header=HEADER, ops=bindings, exports=sorted(exports.items()), methods=methods,
+            py_operators=py_operators, fast_ops=fast_ops),
         "generated/__init__.py": f"# {HEADER}\n",
+        "generated/structured.py": env.get_template("structured.py.j2").render(
+            header=HEADER, views=st_views, meta_modules=[(m, aliases[m]) for m in meta_modules]),
         "generated/autograd_nodes.py": render_nodes(env, derivs),
     }
     return files

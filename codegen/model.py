@@ -14,7 +14,7 @@ from typing import Optional
 
 import yaml
 
-from . import cexpr
+from . import cexpr, operators as pyops, structured as structured_mod
 from .schema import FunctionSchema, SchemaError, parse_schema
 
 # dtype groups a pointwise entry may name in `dtypes:`
@@ -84,6 +84,12 @@ class PointwiseBody:
     dtypes: tuple            # dtype names the kernel is generated for
     bodies: tuple            # ((dtype class set as str, parsed tree, source), ...)
     promotion: str
+    # PyTorch's rules beyond the arithmetic (docs/ops_yaml.md, "pointwise rules")
+    check: str = ""          # "module.function": argument checks made before the kernel
+    kernel_name: str = ""    # the kernel PyTorch names in "not implemented for" errors
+    dtype_errors: tuple = () # ((dtype name, message), ...): PyTorch's own error for a dtype
+    out_dtype_error: str = ""  # out= must have exactly the result dtype; the message
+    all_numbers: bool = False  # also runs on Python numbers alone (torch.add(2, 3))
 
     def body_for(self, dtype_name):
         cls = DTYPE_CLASS[dtype_name]
@@ -108,6 +114,8 @@ class Operator:
     differentiable: Optional[bool] = None
     tensor_scalars: tuple = field(default=())  # Tensor args that also accept Python numbers
     inplace_kernel: bool = False   # the kernel writes the in-place form's result into self itself
+    python_operators: tuple = ()   # Tensor's Python operators that call it (codegen/operators.py)
+    structured: Optional[object] = None   # codegen/structured.py: Structured (meta + C calls)
 
     @property
     def name(self):
@@ -146,7 +154,8 @@ class Operator:
 
 
 _ENTRY_KEYS = ("func", "variants", "pointwise", "dtypes", "promotion", "composite", "kernel",
-               "python_module", "doc", "differentiable", "tensor_scalars", "inplace_kernel")
+               "python_module", "doc", "differentiable", "tensor_scalars", "inplace_kernel", "operators",
+               "check", "kernel_name", "dtype_errors", "out_dtype_error", "all_numbers", "structured")
 
 
 def _err(file, line, func, msg):
@@ -178,11 +187,18 @@ def _parse_entry(raw, file):
     def fail(msg):
         return _err(file, line, func, msg)
 
-    kinds = [k for k in ("pointwise", "composite", "kernel") if k in e]
+    kinds = [k for k in ("pointwise", "composite", "kernel", "structured") if k in e]
     if len(kinds) != 1:
-        raise fail("give exactly one of 'pointwise:', 'composite:' or 'kernel:'"
+        raise fail("give exactly one of 'pointwise:', 'composite:', 'kernel:' or 'structured:'"
                    + (f" (got {', '.join(kinds)})" if kinds else ""))
     kind = kinds[0]
+    structured = None
+    if kind == "structured":
+        # a kernel whose impl codegen writes (generated/structured.py) around a meta function
+        meta, pre, calls = structured_mod.parse(e.pop("structured"), schema, fail)
+        structured = structured_mod.Structured(meta, pre, calls)
+        e["kernel"] = {dev: f"pytorchlite.generated.structured.{schema.name}__{dev}" for dev, _ in calls}
+        kind = "kernel"
 
     default_variants = ["function", "method", "inplace", "out"] if kind == "pointwise" else ["function", "method"]
     try:
@@ -217,6 +233,7 @@ def _parse_entry(raw, file):
         raise fail("'inplace_kernel' must be true or false")
     if inplace_kernel and (kind != "kernel" or "inplace" not in variants):
         raise fail("'inplace_kernel' needs a kernel entry with an 'inplace' variant")
+    python_operators = tuple(pyops.parse(e.pop("operators"), schema.name, fail)) if "operators" in e else ()
 
     pointwise = composite = None
     kernels = ()
@@ -226,7 +243,7 @@ def _parse_entry(raw, file):
             # Every Tensor argument but the first accepts a Python number, as in PyTorch.
             tensor_scalars = [a.name for a in schema.positional[1:] if a.type.is_tensor]
     else:
-        for k in ("dtypes", "promotion"):
+        for k in ("dtypes", "promotion") + _POINTWISE_RULES:
             if k in e:
                 raise fail(f"'{k}' belongs to pointwise entries only")
         if kind == "composite":
@@ -261,7 +278,40 @@ def _parse_entry(raw, file):
     return Operator(schema=schema, file=file, line=line, variants=tuple(variants), kind=kind,
                     pointwise=pointwise, composite=composite, kernels=kernels,
                     python_module=python_module, doc=doc.strip(), differentiable=differentiable,
-                    tensor_scalars=tuple(tensor_scalars), inplace_kernel=inplace_kernel)
+                    tensor_scalars=tuple(tensor_scalars), inplace_kernel=inplace_kernel,
+                    python_operators=python_operators, structured=structured)
+
+
+_POINTWISE_RULES = ("check", "kernel_name", "dtype_errors", "out_dtype_error", "all_numbers", "structured")
+
+
+def _parse_pointwise_rules(e, schema, fail):
+    """The pointwise keys that state PyTorch's rules around the arithmetic."""
+    check = e.pop("check", "")
+    if check and (not isinstance(check, str) or "." not in check):
+        raise fail(f"'check' must name a 'module.function', got {check!r}")
+    kernel_name = e.pop("kernel_name", schema.name + "_cpu")
+    if not isinstance(kernel_name, str) or not kernel_name:
+        raise fail("'kernel_name' must be a string")
+    errors = e.pop("dtype_errors", {})
+    if not isinstance(errors, dict):
+        raise fail("'dtype_errors' must map a dtype name to PyTorch's message")
+    errors.pop("__line__", None)
+    for d, msg in errors.items():
+        if d not in ALL_DTYPES or not isinstance(msg, str):
+            raise fail(f"'dtype_errors' must map a dtype name to a message, got {d!r}: {msg!r}")
+    out_err = e.pop("out_dtype_error", "")
+    if not isinstance(out_err, str):
+        raise fail("'out_dtype_error' must be PyTorch's message (with {op}, {out}, {result})")
+    try:
+        out_err.format(op="", out="", result="")
+    except (KeyError, IndexError, ValueError) as exc:
+        raise fail(f"'out_dtype_error' may use {{op}}, {{out}} and {{result}} only ({exc})") from None
+    all_numbers = e.pop("all_numbers", False)
+    if not isinstance(all_numbers, bool):
+        raise fail("'all_numbers' must be true or false")
+    return dict(check=check, kernel_name=kernel_name, dtype_errors=tuple(sorted(errors.items())),
+                out_dtype_error=out_err, all_numbers=all_numbers)
 
 
 def _parse_pointwise(e, schema, fail):
@@ -313,7 +363,8 @@ def _parse_pointwise(e, schema, fail):
     for d in dtypes:
         if not any(DTYPE_CLASS[d] in c for c, _, _ in bodies):
             raise fail(f"no pointwise body covers dtype {d}")
-    return PointwiseBody(dtypes=dtypes, bodies=tuple(bodies), promotion=promotion)
+    return PointwiseBody(dtypes=dtypes, bodies=tuple(bodies), promotion=promotion,
+                         **_parse_pointwise_rules(e, schema, fail))
 
 
 def _check_python(src, fail):

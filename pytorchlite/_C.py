@@ -37,6 +37,9 @@ except ImportError as e:  # pragma: no cover - an install problem, said plainly
         "pytorchlite's compiled kernels are missing or stale: run `pip install -e .` or "
         f"`python -m codegen` in the source tree{hint}. Original error: {e}") from e
 
+# the descriptor's dimension limit (PTL_MAX_DIMS in kernels/ptl_common.h)
+MAX_DIMS = 16
+
 STATUS = {
     1: "dtype not supported by the kernel",
     2: "too many dimensions",

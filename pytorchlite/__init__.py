@@ -50,29 +50,8 @@ from pytorchlite._dtype import (  # noqa: E402,F401
 from pytorchlite._device import device  # noqa: E402,F401
 from pytorchlite._memory_format import memory_format, contiguous_format, preserve_format  # noqa: E402,F401
 from pytorchlite._tensor import Tensor, Size  # noqa: E402,F401
-from pytorchlite import _argparse, _tensor  # noqa: E402
-
-_argparse._Tensor = Tensor
-
 from pytorchlite.generated import functions as _functions  # noqa: E402
 
-_tensor._F = _functions
-
-for _name, _fn in _functions.METHODS.items():
-    setattr(Tensor, _name, _fn)
-# The commonest Python operators go straight to the generated methods: `a + b` then runs
-# one Python frame less than through the forwarders in _tensor.py (same checks, errors).
-for _name, _fn in (("__add__", "add"), ("__radd__", "add"), ("__mul__", "mul"), ("__rmul__", "mul"),
-                   ("__sub__", "sub")):
-    setattr(Tensor, _name, _functions.METHODS[_fn])
-# and tensor (op) tensor with nothing to record takes a path specialised to it before that
-from pytorchlite.generated import dispatch as _dispatch  # noqa: E402
-from pytorchlite._kernels.pointwise import binary_operator as _binary_operator  # noqa: E402
-
-for _name, _fn, _alpha in (("__add__", "add", True), ("__sub__", "sub", True), ("__mul__", "mul", False),
-                           ("__truediv__", "_div_true", False)):
-    setattr(Tensor, _name, _binary_operator(getattr(_dispatch, "OP_" + _fn), getattr(Tensor, _name), _alpha))
-del _alpha
 for _name, _fn in _functions.EXPORTS.get("", {}).items():
     globals()[_name] = _fn
 del _name, _fn
@@ -101,6 +80,7 @@ from pytorchlite import cuda  # noqa: E402,F401
 from pytorchlite.serialization import save, load  # noqa: E402,F401
 from pytorchlite import utils  # noqa: E402,F401
 from pytorchlite import multiprocessing  # noqa: E402,F401  (registers the tensor reducers)
+from pytorchlite._core import broadcast_shapes as _bs
 
 
 def is_tensor(obj):
@@ -119,5 +99,4 @@ def is_floating_point(input):
 
 def broadcast_shapes(*shapes):
     """The shape that broadcasting the given shapes produces (PyTorch's error on mismatch)."""
-    from pytorchlite._kernels.pointwise import broadcast_shapes as _bs
     return Size(_bs("broadcast_shapes", [tuple(s) if not isinstance(s, type(1)) else (s,) for s in shapes]))

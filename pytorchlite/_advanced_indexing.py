@@ -16,7 +16,7 @@ each index tensor is expanded to it; every index value is bounds-checked in C.
 
 from pytorchlite import _dtype as D
 from pytorchlite._C import check, ffi, lib
-from pytorchlite._tensor import Tensor, _is_contiguous, _numel, make
+from pytorchlite._core import TensorBase as Tensor, broadcast_shapes, empty as _empty, expand_strides, is_contiguous_layout as _is_contiguous, make, numel as _numel, to_dtype
 
 _MAX_DIMS = 16
 _INT64 = D.int64
@@ -46,7 +46,6 @@ def _torch_name(dtype):
 
 def nonzero_coords(t):
     """The coordinates of t's nonzero elements (in row-major order): int64 [n, t.dim()]."""
-    from pytorchlite._kernels.pointwise import _empty
     if t._device.type != "cpu":
         raise NotImplementedError(f"nonzero(): no kernel for device '{t._device.type}'")
     if len(t._shape) > _MAX_DIMS:
@@ -118,7 +117,6 @@ def _merge_dims(src, pos, k):
 
 def _flat_positions(m):
     """int64 [n]: the row-major positions of the True elements of bool mask m."""
-    from pytorchlite._kernels.pointwise import _empty
     if m._device.type != "cpu":
         raise NotImplementedError(f"index(): boolean masks have no kernel for device '{m._device.type}'")
     if len(m._shape) > _MAX_DIMS:
@@ -146,7 +144,6 @@ def _prepare(src, indices):
     adjacent block [p0, p0 + len(idx)), idx the int64 index tensors for those dims in
     order, and bshape their broadcast shape.
     """
-    from pytorchlite._kernels.pointwise import broadcast_shapes, to_dtype
     if any(ix is not None and ix._dtype is not _INT64 for ix in indices):
         for ix in indices:
             if ix is not None and ix._dtype not in (D.int64, D.int32, D.bool, D.uint8):
@@ -239,7 +236,6 @@ def _out_of_bounds(value, k, size):
 
 def gather(src, p0, idx, bshape, error=_out_of_bounds):
     """out[..., b, ...] = src[..., idx_0[b], idx_1[b], ..., ...] (dims p0.. indexed)."""
-    from pytorchlite._kernels.pointwise import _empty
     if src._device.type != "cpu":
         raise NotImplementedError(f"index(): advanced indexing has no kernel for device '{src._device.type}'")
     out_shape, descs, ints = _plan(src, p0, idx, bshape)
@@ -259,7 +255,6 @@ def gather(src, p0, idx, bshape, error=_out_of_bounds):
 def scatter(dst, p0, idx, bshape, values, accumulate):
     """dst[..., idx_0[b], ..., ...] (+)= values[..., b, ...]; values already has dst's
     dtype and broadcasts to the result shape (checked by the caller)."""
-    from pytorchlite._kernels.pointwise import expand_strides
     if dst._device.type != "cpu":
         raise NotImplementedError(f"index_put_(): advanced indexing has no kernel for device '{dst._device.type}'")
     out_shape, descs, ints = _plan(dst, p0, idx, bshape)

@@ -8,9 +8,9 @@ import operator
 import warnings
 
 from pytorchlite import _dtype as D
+from pytorchlite._core import TensorBase as _Tensor
 from pytorchlite._device import CPU, device as _device
 
-_Tensor = None   # bound by pytorchlite/__init__.py (import order)
 
 
 def _type_name(v):
@@ -244,6 +244,9 @@ def write_out(op, result, out):
         return type(result)(*out) if hasattr(result, "_fields") else tuple(out)
     if not isinstance(out, _Tensor):
         raise type_error(op, "out", None, "Tensor", out)
+    if result is out:       # a structured kernel wrote into out itself
+        out._vc[0] += 1
+        return out
     _check_cast(op, result._dtype, out)
     resize_out(op, out, result._shape)
     out.copy_(result)

@@ -8,7 +8,7 @@ import numpy as np
 from pytorchlite import _dtype as D
 from pytorchlite._device import CPU, device as _device
 from pytorchlite._storage import Storage
-from pytorchlite._tensor import Tensor, make
+from pytorchlite._core import TensorBase as Tensor, copy_into, empty as _empty, make
 
 
 def _unsupported_numpy(npdt):
@@ -119,7 +119,6 @@ def _check_range(arr, dtype):
 def _from_values(values, shape, dtype, device, checked=False):
     """A new tensor of `shape` and `dtype` holding `values` (a flat list or an array).
     checked: values are Python numbers, validated against the dtype as PyTorch does."""
-    from pytorchlite._kernels.pointwise import _empty
     shape = tuple(shape)
     t = _empty(shape, dtype, CPU)
     if t.numel():
@@ -135,7 +134,6 @@ def _from_values(values, shape, dtype, device, checked=False):
 
 def _store(t, arr):
     """Write array `arr` (t's shape, any NumPy dtype) into the new CPU tensor t."""
-    from pytorchlite._kernels.pointwise import _empty, copy_into
     dtype = t._dtype
     if dtype is D.bfloat16 or (dtype is D.float16 and not (arr.dtype.kind == "f" and arr.dtype.itemsize <= 4)):
         # PyTorch rounds to 16-bit floats through float32 (c10::Half and BFloat16 are

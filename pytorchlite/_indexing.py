@@ -23,7 +23,8 @@ import numpy as np
 from pytorchlite import _dtype as D
 from pytorchlite.autograd.forward_ad import _state as _fws
 from pytorchlite._device import CPU as _CPU
-from pytorchlite._tensor import Tensor
+from pytorchlite import _core
+from pytorchlite._core import TensorBase as Tensor, contiguous_strides, empty as _empty, make, scalar_tensor
 from pytorchlite._views import make_view
 from pytorchlite.autograd.grad_mode import _state as _grad_state
 
@@ -67,7 +68,6 @@ def _index_tensor(obj):
             arr = None
     if arr is not None and arr.dtype.kind in "biuf":
         # numbers (the usual x[[0, 2]]): through NumPy, which is much quicker than tensor()
-        from pytorchlite._kernels.pointwise import _empty
         dt = D.bool if arr.dtype.kind == "b" else D.uint8 if arr.dtype == np.uint8 else D.int64
         t = _empty(arr.shape, dt, _CPU)
         if arr.size:
@@ -99,7 +99,6 @@ def _is_int_like(obj):
 def _bool_index(value):
     """The index tensor a Python bool stands for, on the size-1 dim it adds: [0] or []
     (on the CPU, where index tensors may live whatever the indexed tensor's device)."""
-    from pytorchlite._kernels.pointwise import _empty
     from pytorchlite._kernels.factories import fill_
     t = _empty((1 if value else 0,), D.int64, _CPU)
     if value:
@@ -215,7 +214,7 @@ def parse(t, index):
 def getitem(t, index):
     if _fws.on and t._fw is not None:
         return _forward_ad_getitem(t, index)
-    if type(index) is Tensor and index._dtype is _INT64 and index._shape and not (
+    if type(index) is _core.Tensor and index._dtype is _INT64 and index._shape and not (
             t._requires_grad and _grad_state.grad):
         # x[i] with an int64 tensor: nothing basic to apply, straight to the gather
         from pytorchlite import _advanced_indexing
@@ -235,7 +234,6 @@ def getitem(t, index):
 
 def _view_geometry(t, view, index):
     """The view's (shape, stride, offset) inside a contiguous tensor of t's shape."""
-    from pytorchlite._tensor import contiguous_strides, make
     if t.is_contiguous():
         return view._shape, view._stride, view._offset - t._offset
     # replay the index on t's shape laid out contiguously (geometry only: no memory is read)
@@ -272,7 +270,6 @@ def value_tensor(t, value):
     if isinstance(value, (bool, int, float, np.integer)):
         # made on the CPU (the fill kernel is a CPU one); a 0-d CPU value may be copied
         # into a tensor on any device
-        from pytorchlite._kernels.pointwise import scalar_tensor
         return scalar_tensor(value.item() if isinstance(value, np.generic) else value, t._dtype, _CPU)
     raise TypeError(f"can't assign a {_type_name(value)} to a {_torch_type(t)}")
 

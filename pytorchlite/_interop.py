@@ -2,10 +2,11 @@
 
 import enum
 
+from pytorchlite import _backends
 from pytorchlite import _dtype as D
 from pytorchlite._device import CPU, device as _device
 from pytorchlite._storage import Storage
-from pytorchlite._tensor import Tensor, make
+from pytorchlite._core import TensorBase as Tensor, make
 
 
 class DLDeviceType(enum.IntEnum):
@@ -15,9 +16,8 @@ class DLDeviceType(enum.IntEnum):
 
 
 def dlpack_device(t):
-    if t._device.type == "cuda":
-        return (DLDeviceType.kDLCUDA, t._device.index or 0)
-    return (DLDeviceType.kDLCPU, 0)
+    dev = t._device
+    return (DLDeviceType(_backends.get(dev.type).dlpack_device_type()), dev.index or 0)
 
 
 def to_dlpack(t, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -30,9 +30,7 @@ def to_dlpack(t, *, stream=None, max_version=None, dl_device=None, copy=None):
         raise BufferError("stream must be None for a CPU tensor")
     if dl_device is not None and tuple(dl_device) != tuple(dlpack_device(t)):
         raise BufferError(f"cannot export a {t._device} tensor to device {tuple(dl_device)} without a copy")
-    if t._device.type == "cuda":
-        from pytorchlite import cuda
-        cuda._dlpack_sync(t, stream)
+    _backends.get(t._device.type).dlpack_sync(t, stream)
     versioned = max_version is not None and max_version[0] >= 1
     dt, did = dlpack_device(t)
     return _dlpack.to_dlpack_capsule(

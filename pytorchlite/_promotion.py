@@ -3,7 +3,7 @@ tensors, which outrank Python scalars ("weak"), unless the lower tier is of a hi
 category (bool < integer < floating)."""
 
 from pytorchlite import _dtype as D
-from pytorchlite._tensor import Tensor
+from pytorchlite._core import TensorBase as Tensor
 
 _PROMOTE = D._PROMOTE_TABLE
 

@@ -13,6 +13,7 @@ import os
 import struct
 
 from pytorchlite._device import device as _device
+from pytorchlite._core import TensorBase as Tensor, empty as _empty
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed", "get_rng_state",
            "set_rng_state"]
@@ -102,7 +103,6 @@ class Generator:
     def get_state(self):
         """The state as a uint8 tensor of 16 bytes: seed and offset, little-endian uint64."""
         from pytorchlite import _dtype as D
-        from pytorchlite._kernels.pointwise import _empty
         t = _empty((_STATE_BYTES,), D.uint8, self._device)
         t._numpy_view()[:] = bytearray(struct.pack("<QQ", self._seed, self._offset))
         return t
@@ -110,7 +110,6 @@ class Generator:
     def set_state(self, new_state):
         """Restore a state returned by `get_state()`; returns the generator."""
         from pytorchlite import _dtype as D
-        from pytorchlite._tensor import Tensor
         if not isinstance(new_state, Tensor):
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
         if new_state._dtype is not D.uint8:

@@ -5,6 +5,7 @@ last reference goes: CPython refcounting, no finaliser queue), or borrows memory
 foreign owner keeps alive (a NumPy array, an imported DLPack tensor, shared memory).
 """
 
+from pytorchlite import _backends
 from pytorchlite._C import ffi as _ffi, lib
 from pytorchlite._device import CPU
 
@@ -22,8 +23,7 @@ class Storage:
     @staticmethod
     def allocate(nbytes, device=CPU):
         if device.type != "cpu":
-            from pytorchlite import cuda
-            return cuda._allocate_storage(nbytes, device)
+            return _backends.get(device.type).allocate(nbytes, device)
         # This runs once per op result, so it skips __init__ and the pointer casts: the
         # allocator hands back an integer address and takes one back (see runtime.c).
         p = _alloc_addr(nbytes)
@@ -51,15 +51,13 @@ class Storage:
         memory counts as shared, as in PyTorch)."""
         if self.device.type != "cpu":
             return True
-        from pytorchlite.multiprocessing import _segment
-        return type(self._owner) is _segment.Segment
+        return _backends.shared_memory().is_shared(self)
 
     def share_memory_(self):
         """Move this storage to shared memory in place (a no-op when it is already there,
         or on CUDA); every tensor over it keeps working and sees the same bytes."""
         if self.device.type == "cpu":
-            from pytorchlite.multiprocessing import _shared_storage
-            _shared_storage.share_(self)
+            _backends.shared_memory().share(self)
         return self
 
     def _swap_memory(self, other):

@@ -1,113 +1,34 @@
-"""The Tensor: metadata (sizes, strides, offset, dtype, device, version counter,
-autograd fields) over a Storage.
+"""The user-facing Tensor.
 
-Operators are not written here: every arithmetic method and Python operator forwards to
-the bindings generated from ops.yaml (installed on the class by pytorchlite/__init__.py).
-What lives here is what PyTorch's Python layer adds: the protocols (__len__, __iter__,
-__bool__, indexing, __array__, __dlpack__), conversions and printing.
+A tensor's data and metadata are TensorBase's (pytorchlite/_core.py, the bottom layer).
+Operators are not written here: every operator method, in-place form and Python operator
+(`+`, `@`, `+=`, ...) is generated from ops.yaml into TensorMethods
+(generated/functions.py), which this class inherits. What lives here is what PyTorch's
+Python layer adds: the protocols (__len__, __iter__, __bool__, indexing, __array__,
+__dlpack__), conversions, printing and the autograd API. The class registers itself with
+the bottom layer once, so every tensor the kernels make is one of these.
 """
+
+import warnings
+import weakref
 
 import numpy as np
 
+from pytorchlite import _backends, _core, _creation, _indexing, _interop, _serialization, _tensor_str
+from pytorchlite._argparse import wrap_dim
+from pytorchlite.autograd import _views, engine, graph
 from pytorchlite import _dtype as D
+from pytorchlite._core import Size, TensorBase, make, empty  # noqa: F401  (Size/empty: pytorchlite.Size, kernels)
 from pytorchlite._device import CPU, device as _device_cls
-from pytorchlite._storage import Storage
-
-_F = None   # pytorchlite.generated.functions, bound once the package is imported
-_new = object.__new__
+from pytorchlite.generated import functions as _F
+from pytorchlite.generated.functions import TensorMethods
 
 
-class Size(tuple):
-    """The shape of a tensor: a tuple of ints, printed as PyTorch does."""
+class Tensor(TensorBase, TensorMethods):
+    """A tensor: TensorBase's metadata (pytorchlite/_core.py), the Python API below, and
+    every method and Python operator generated from ops.yaml (TensorMethods)."""
 
-    def __repr__(self):
-        return f"pytorchlite.Size([{', '.join(str(s) for s in self)}])"
-
-    def numel(self):
-        n = 1
-        for s in self:
-            n *= s
-        return n
-
-    def __getitem__(self, item):
-        r = tuple.__getitem__(self, item)
-        return Size(r) if isinstance(item, slice) else r
-
-    def __add__(self, other):
-        return Size(tuple.__add__(self, tuple(other)))
-
-
-def contiguous_strides(shape):
-    # every new tensor comes through here: the ranks most tensors have skip the loop
-    nd = len(shape)
-    if nd <= 1:
-        return (1,) * nd
-    if nd == 2:
-        return (shape[1] or 1, 1)
-    strides = [1] * nd
-    acc = 1
-    for i in range(len(shape) - 1, -1, -1):
-        strides[i] = acc
-        acc *= max(shape[i], 1)
-    return tuple(strides)
-
-
-def _numel(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
-
-
-def _is_contiguous(shape, stride):
-    expected = 1
-    for i in range(len(shape) - 1, -1, -1):
-        s = shape[i]
-        if s == 1:
-            continue
-        if s == 0:
-            return True
-        if stride[i] != expected:
-            return False
-        expected *= s
-    return True
-
-
-def make(storage, shape, stride, offset, dtype, vc=None, contig=None):
-    """Build a Tensor over a storage; the one constructor every op uses."""
-    t = _new(Tensor)
-    t._storage = storage
-    t._shape = shape
-    t._stride = stride
-    t._offset = offset
-    t._dtype = dtype
-    t._device = storage.device
-    t._vc = [0] if vc is None else vc
-    t._contig = contig
-    t._requires_grad = False
-    t._grad = None
-    t._grad_fn = None
-    t._output_nr = 0
-    t._base = None
-    t._ag = None
-    t._fw = None     # forward-mode tangent (pytorchlite/autograd/forward_ad.py)
-    return t
-
-
-def empty(shape, dtype, device=CPU):
-    """A new contiguous tensor with uninitialised memory."""
-    n = _numel(shape)
-    st = Storage.allocate(n * dtype.itemsize, device)
-    return make(st, shape, contiguous_strides(shape), 0, dtype, None, True)
-
-
-class Tensor:
-    __slots__ = ("_storage", "_shape", "_stride", "_offset", "_dtype", "_device", "_vc",
-                 "_contig", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_base",
-                 "_ag", "_fw", "__weakref__")
-
-    # numpy defers to our reflected operators instead of converting the tensor
-    __array_priority__ = 1000
+    __slots__ = ()
 
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and not args and not kwargs:
@@ -130,32 +51,6 @@ class Tensor:
             return self._stride
         return self._stride[_wrap_dim("stride", dim, len(self._shape))]
 
-    def dim(self):
-        return len(self._shape)
-
-    ndimension = dim
-
-    @property
-    def ndim(self):
-        return len(self._shape)
-
-    def numel(self):
-        return _numel(self._shape)
-
-    nelement = numel
-
-    def element_size(self):
-        return self._dtype.itemsize
-
-    def storage_offset(self):
-        return self._offset
-
-    def data_ptr(self):
-        return self._storage.ptr + self._offset * self._dtype.itemsize
-
-    def untyped_storage(self):
-        return self._storage
-
     def share_memory_(self):
         """Move this tensor's storage to shared memory, in place, so that processes it is
         sent to (pytorchlite.multiprocessing) see and make the same changes. The data and
@@ -174,54 +69,8 @@ class Tensor:
         return self._storage.is_shared()
 
     @property
-    def dtype(self):
-        return self._dtype
-
-    @property
-    def device(self):
-        return self._device
-
-    @property
-    def is_cuda(self):
-        return self._device.type == "cuda"
-
-    @property
-    def is_cpu(self):
-        return self._device.type == "cpu"
-
-    @property
     def is_floating_point_(self):
         return self._dtype.is_floating_point
-
-    def is_floating_point(self):
-        return self._dtype.is_floating_point
-
-    def is_complex(self):
-        return False
-
-    def is_signed(self):
-        return self._dtype.is_signed
-
-    @property
-    def itemsize(self):
-        return self._dtype.itemsize
-
-    @property
-    def nbytes(self):
-        return self.numel() * self._dtype.itemsize
-
-    @property
-    def _version(self):
-        return self._vc[0]
-
-    def is_contiguous(self, memory_format=None):
-        c = self._contig
-        if c is None:
-            c = self._contig = _is_contiguous(self._shape, self._stride)
-        return c
-
-    def _bump_version(self):
-        self._vc[0] += 1
 
     @property
     def data(self):
@@ -329,7 +178,6 @@ class Tensor:
         raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}.")
 
     def __repr__(self, *, tensor_contents=None):
-        from pytorchlite import _tensor_str
         vals = self.detach()._values_f64()
         dev = None if self._device.type == "cpu" else str(self._device)
         gf = self._grad_fn
@@ -346,18 +194,15 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __reduce_ex__(self, proto):
-        from pytorchlite import _serialization
         return _serialization.reduce_tensor(self)
 
     # --- DLPack -------------------------------------------------------------------------
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        from pytorchlite import _interop
         return _interop.to_dlpack(self, stream=stream, max_version=max_version,
                                   dl_device=dl_device, copy=copy)
 
     def __dlpack_device__(self):
-        from pytorchlite import _interop
         return _interop.dlpack_device(self)
 
     # --- dtype / device conversions -----------------------------------------------------
@@ -390,10 +235,7 @@ class Tensor:
     def record_stream(self, stream):
         """Mark this CUDA tensor's memory as in use on `stream`, so the caching allocator
         does not hand it out again until the work queued there is done."""
-        if self._device.type != "cuda":
-            raise RuntimeError("record_stream() is only meaningful for CUDA tensors")
-        from pytorchlite import cuda
-        cuda._record_stream(self, stream)
+        _backends.get(self._device.type).record_stream(self, stream)
 
     def cuda(self, device=None, non_blocking=False):
         return self.to(_device_cls("cuda", device) if isinstance(device, int) or device is None
@@ -430,7 +272,6 @@ class Tensor:
         return self.to(D.bool)
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
-        from pytorchlite import _creation
         return _creation.tensor(data, dtype=dtype or self._dtype, device=device or self._device,
                                 requires_grad=requires_grad)
 
@@ -457,11 +298,9 @@ class Tensor:
     # --- indexing -----------------------------------------------------------------------
 
     def __getitem__(self, index):
-        from pytorchlite import _indexing
         return _indexing.getitem(self, index)
 
     def __setitem__(self, index, value):
-        from pytorchlite import _indexing
         _indexing.setitem(self, index, value)
 
     # --- autograd (the engine is pytorchlite/autograd/) ---------------------------------
@@ -513,7 +352,6 @@ class Tensor:
     def grad_fn(self):
         """The node that created this tensor (None for leaves)."""
         if self._base is not None and self._requires_grad:
-            from pytorchlite.autograd import _views
             return _views.current_grad_fn(self)
         return self._grad_fn
 
@@ -557,7 +395,6 @@ class Tensor:
         >>> x.grad
         tensor([2., 4.])
         """
-        from pytorchlite.autograd import engine
         engine.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def register_hook(self, hook):
@@ -565,7 +402,6 @@ class Tensor:
         return value replaces it. Returns a handle with .remove()."""
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        from pytorchlite.autograd import graph
         fn = self.grad_fn
         if fn is None:
             m = graph.meta(self)
@@ -580,7 +416,6 @@ class Tensor:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if not self._requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-        from pytorchlite.autograd import graph
         m = graph.meta(self)
         if m.post_acc_hooks is None:
             m.post_acc_hooks = {}
@@ -593,8 +428,6 @@ class Tensor:
         fn = self.grad_fn
         if fn is None:
             return
-        import weakref
-        from pytorchlite.autograd import graph
         if fn._retain is None:
             fn._retain = {}
         fn._retain[self._output_nr] = weakref.ref(self)
@@ -605,170 +438,10 @@ class Tensor:
         m = self._ag
         return bool(m is not None and m.retains_grad and self.grad_fn is not None)
 
-    # --- Python operators: forwarded to the generated bindings ---------------------------
-
-    def __add__(self, other):
-        return _F.add(self, other)
-
-    def __radd__(self, other):
-        return _F.add(self, other)
-
-    def __iadd__(self, other):
-        return self.add_(other)
-
-    def __sub__(self, other):
-        return _F.sub(self, other)
-
-    def __rsub__(self, other):
-        return _F.rsub(self, other)
-
-    def __isub__(self, other):
-        return self.sub_(other)
-
-    def __mul__(self, other):
-        return _F.mul(self, other)
-
-    def __rmul__(self, other):
-        return _F.mul(self, other)
-
-    def __imul__(self, other):
-        return self.mul_(other)
-
-    def __truediv__(self, other):
-        return _F.div(self, other)
-
-    def __rtruediv__(self, other):
-        return _reflected("_div_true", other, self)  # div is a composite (rounding_mode)
-
-    def __itruediv__(self, other):
-        return self.div_(other)
-
-    def __floordiv__(self, other):
-        return _F.floor_divide(self, other)
-
-    def __rfloordiv__(self, other):
-        return _reflected("floor_divide", other, self)
-
-    def __ifloordiv__(self, other):
-        return self.floor_divide_(other)
-
-    def __mod__(self, other):
-        return _F.remainder(self, other)
-
-    def __rmod__(self, other):
-        return _reflected("remainder", other, self)
-
-    def __imod__(self, other):
-        return self.remainder_(other)
-
-    def __pow__(self, other):
-        return _F.pow(self, other)
-
-    def __rpow__(self, other):
-        return _reflected("pow", other, self)
-
-    def __ipow__(self, other):
-        return self.pow_(other)
-
-    def __matmul__(self, other):
-        if not isinstance(other, Tensor):
-            return NotImplemented
-        return _F.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        if not isinstance(other, Tensor):
-            return NotImplemented
-        return _F.matmul(other, self)
-
-    def __imatmul__(self, other):
-        return self.copy_(_F.matmul(self, other))
-
-    def __and__(self, other):
-        return _F.bitwise_and(self, other)
-
-    def __rand__(self, other):
-        return _F.bitwise_and(self, other)
-
-    def __iand__(self, other):
-        return self.bitwise_and_(other)
-
-    def __or__(self, other):
-        return _F.bitwise_or(self, other)
-
-    def __ror__(self, other):
-        return _F.bitwise_or(self, other)
-
-    def __ior__(self, other):
-        return self.bitwise_or_(other)
-
-    def __xor__(self, other):
-        return _F.bitwise_xor(self, other)
-
-    def __rxor__(self, other):
-        return _F.bitwise_xor(self, other)
-
-    def __ixor__(self, other):
-        return self.bitwise_xor_(other)
-
-    def __lshift__(self, other):
-        return _F.bitwise_left_shift(self, other)
-
-    def __rlshift__(self, other):
-        return _reflected("bitwise_left_shift", other, self)
-
-    def __ilshift__(self, other):
-        return self.bitwise_left_shift_(other)
-
-    def __rshift__(self, other):
-        return _F.bitwise_right_shift(self, other)
-
-    def __rrshift__(self, other):
-        return _reflected("bitwise_right_shift", other, self)
-
-    def __irshift__(self, other):
-        return self.bitwise_right_shift_(other)
-
-    def __neg__(self):
-        return _F.neg(self)
-
-    def __pos__(self):
-        return _F.positive(self)
-
-    def __abs__(self):
-        return _F.abs(self)
-
-    def __invert__(self):
-        if self._dtype.is_floating_point:   # PyTorch's operator refuses before the kernel does
-            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
-        return _F.bitwise_not(self)
-
-    def __eq__(self, other):
-        if not isinstance(other, (Tensor, bool, int, float)):
-            return NotImplemented
-        return _F.eq(self, other)
-
-    def __ne__(self, other):
-        if not isinstance(other, (Tensor, bool, int, float)):
-            return NotImplemented
-        return _F.ne(self, other)
-
-    def __lt__(self, other):
-        return _F.lt(self, other)
-
-    def __le__(self, other):
-        return _F.le(self, other)
-
-    def __gt__(self, other):
-        return _F.gt(self, other)
-
-    def __ge__(self, other):
-        return _F.ge(self, other)
-
     @property
     def T(self):
         n = len(self._shape)
         if n != 2 and n != 0:
-            import warnings
             warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
                           "deprecated and it will throw an error in a future release.", UserWarning, stacklevel=2)
         return _F.permute(self, tuple(range(n - 1, -1, -1)))
@@ -789,34 +462,10 @@ class Tensor:
         return self.mT
 
 
-# operators whose generated binding accepts a Python number as its first operand
-# (`tensor_scalars: [self, ...]` in ops.yaml)
-_NUMBER_FIRST = frozenset(("_div_true", "floor_divide", "remainder", "pow"))
-
-
-def _reflected(name, scalar, tensor):
-    """`2 / t`: run the operator with the Python number in the first position, where the
-    generated binding (rightly) asks for a Tensor; promotion treats it as a weak scalar."""
-    from pytorchlite.generated import dispatch
-    from pytorchlite._kernels.pointwise import run
-    if not isinstance(scalar, (bool, int, float)):
-        return NotImplemented
-    if name in _NUMBER_FIRST:
-        # the binding takes a number first: autograd (and forward AD) record as usual
-        return getattr(_F, name)(scalar, tensor)
-    op = dispatch.TABLE[name]
-    return run(op, (scalar, tensor), tuple(_default_scalar(op, s) for s in op.scalars), None, False)
-
-
-def _default_scalar(op, name):
-    return 1
-
-
 def _wrap_dim(op, dim, ndim):
     if ndim == 0 and op in ("size", "stride"):
         # size()/stride() of a 0-d tensor reject every dim (other ops accept 0 and -1)
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    from pytorchlite._argparse import wrap_dim
     return wrap_dim(op, dim, ndim)
 
 
@@ -860,3 +509,6 @@ def _parse_to(t, args, kwargs):
     if dev is not None and not isinstance(dev, _device_cls):
         dev = _device_cls(dev)
     return dtype, dev, copy, non_blocking
+
+
+_core.set_tensor_class(Tensor)

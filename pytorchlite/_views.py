@@ -1,6 +1,6 @@
 """Making views: new metadata over the same storage, sharing the base's version counter."""
 
-from pytorchlite._tensor import make
+from pytorchlite._core import make
 
 
 def make_view(base, shape, stride, offset):

@@ -135,7 +135,7 @@ OPERATORS = [("__add__", "add"), ("__sub__", "sub"), ("__mul__", "mul"), ("__tru
 @pytest.mark.parametrize("dunder,name", OPERATORS)
 def test_specialised_operators_match_general_path(dunder, name):
     """Tensor.__add__ and co. take a path specialised to two same-dtype, same-shape
-    contiguous tensors with nothing to record (pw.binary_operator); it must agree with
+    contiguous tensors with nothing to record (the generated TensorMethods operators, codegen/templates/functions.py.j2); it must agree with
     the general path in dtype, values and errors (bool - bool), and hand everything else
     (broadcasting, mixed dtypes, strides, gradients) to the binding."""
     op = getattr(dispatch, "OP_" + name)

@@ -1,14 +1,14 @@
 """Kernel entries for copying: copy_, _to_copy (dtype/device conversion), clone, contiguous."""
 
-from pytorchlite._argparse import wrap_dim  # noqa: F401  (kept for symmetry with other entries)
-from pytorchlite._kernels.pointwise import broadcast_shapes, copy_into, _alloc, _empty, _overlaps, _self_overlapping
+from pytorchlite import _backends
+from pytorchlite._core import broadcast_shapes, copy_into, empty as _empty, overlaps as _overlaps, self_overlapping as _self_overlapping
+from pytorchlite._kernels.pointwise import _alloc
 from pytorchlite._memory_format import contiguous_format, preserve_format, check_memory_format
-from pytorchlite._tensor import Tensor, contiguous_strides, make, _numel
+from pytorchlite._core import TensorBase as Tensor, contiguous_strides, make, numel as _numel, scalar_tensor
 
 
 def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
-        from pytorchlite._kernels.pointwise import scalar_tensor
         src = scalar_tensor(src, self._dtype, self._device)
     shape = broadcast_shapes("copy_", [self._shape, src._shape])
     if shape != self._shape:
@@ -19,8 +19,7 @@ def copy_(self, src, non_blocking=False):
     if _overlaps(self, src):
         src = clone(src)
     if self._device != src._device:
-        from pytorchlite import cuda
-        cuda._copy(self, src, non_blocking)
+        _cross_device_copy(self, src, non_blocking)
     else:
         copy_into(self, src)
     self._vc[0] += 1
@@ -30,11 +29,17 @@ def copy_(self, src, non_blocking=False):
 def _to_copy(self, dtype=None, device=None, non_blocking=False):
     out = _empty(self._shape, dtype or self._dtype, device or self._device)
     if out._device != self._device:
-        from pytorchlite import cuda
-        cuda._copy(out, self, non_blocking)
+        _cross_device_copy(out, self, non_blocking)
     else:
         copy_into(out, self)
     return out
+
+
+def _cross_device_copy(dst, src, non_blocking):
+    """A copy between devices goes to the backend of the device that is not the CPU (the
+    destination's when both are accelerators)."""
+    other = dst._device if dst._device.type != "cpu" else src._device
+    _backends.get(other.type).copy(dst, src, non_blocking)
 
 
 def _dense_layout(t):

@@ -2,10 +2,11 @@
 
 import math
 
+from pytorchlite import _backends
 from pytorchlite import _dtype as D
 from pytorchlite._C import check, lib
-from pytorchlite._kernels.pointwise import _descs, _empty, _scalar_arg
-from pytorchlite._tensor import contiguous_strides  # noqa: F401
+from pytorchlite._core import descriptors as _descs, empty as _empty, scalar_pair as _scalar_arg
+from pytorchlite._core import contiguous_strides, copy_into  # noqa: F401
 
 
 def _check_size(op, size):
@@ -18,8 +19,7 @@ def _check_pin_memory(pin_memory):
     """pin_memory=True needs page-locked host memory, which only the CUDA backend provides."""
     if not pin_memory:
         return
-    from pytorchlite import cuda
-    if not cuda.is_available():
+    if not any(_backends.get(t).pinned_memory_available() for t in _backends.registered()):
         raise RuntimeError("pin_memory=True requires a CUDA or other accelerator backend; no pinned memory "
                            "allocator is available on this system.")
     raise NotImplementedError("pin_memory=True: pinned host allocations are not implemented yet")
@@ -141,7 +141,6 @@ def _values_into(t, values):
     """Write a NumPy array of values into a new CPU tensor (used by arange/linspace/eye)."""
     import numpy as np
     if t._dtype is D.bfloat16:
-        from pytorchlite._kernels.pointwise import copy_into
         tmp = _empty(t._shape, D.float32, t._device)
         tmp._numpy_view()[...] = values
         copy_into(t, tmp)

@@ -6,8 +6,8 @@ from pytorchlite import _advanced_indexing as A
 from pytorchlite import _dtype as D
 from pytorchlite._argparse import wrap_dim
 from pytorchlite._C import check, lib
-from pytorchlite._kernels.pointwise import _descs, _empty, _scalar_arg, broadcast_shapes, copy_into
-from pytorchlite._tensor import Tensor, _numel, make
+from pytorchlite._core import descriptors as _descs, empty as _empty, scalar_pair as _scalar_arg, broadcast_shapes, copy_into
+from pytorchlite._core import TensorBase as Tensor, make, numel as _numel, to_dtype
 from pytorchlite._views import make_view
 
 # PyTorch's C++ type names, which its mask messages print
@@ -35,7 +35,6 @@ def index_select(self, dim, index):
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if not nd and _numel(idx._shape) != 1:
         raise IndexError(f"index_select(): Index to scalar can have only 1 value, got {_numel(idx._shape)} value(s)")
-    from pytorchlite._kernels.pointwise import to_dtype
     if _numel(idx._shape) and idx._numpy_view().min() < 0:
         # unlike indexing with [], index_select does not count from the end
         raise IndexError("index out of range in self")

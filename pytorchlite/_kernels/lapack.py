@@ -17,7 +17,8 @@ from pytorchlite import _dtype as D
 from pytorchlite import return_types
 from pytorchlite._C import check, ffi, lib
 from pytorchlite._kernels.linalg import _infer_size, _transpose_last, _view
-from pytorchlite._kernels.pointwise import _empty, copy_into
+from pytorchlite._core import copy_into, descriptors as _descs, empty as _empty
+from pytorchlite._ops import ops as F
 
 
 class LinAlgError(RuntimeError):
@@ -152,7 +153,6 @@ def linalg_inv_ex(A, check_errors=False):
 
 
 def _fill_desc(t):
-    from pytorchlite._kernels.pointwise import _descs
     return _descs((t,), t._shape)
 
 
@@ -309,7 +309,6 @@ def atol_rtol(A, atol, rtol):
     """PyTorch's get_atol_rtol: float64 tensors (atol, rtol); rtol defaults to
     eps * max(m, n), or to 0 where a positive atol is given."""
     from pytorchlite import Tensor, tensor
-    from pytorchlite.generated import functions as F
 
     def as_tensor(v):
         if isinstance(v, Tensor):
@@ -327,7 +326,6 @@ def atol_rtol(A, atol, rtol):
 def linalg_pinv(A, atol=None, rtol=None, hermitian=False):
     """PyTorch's linalg_pinv: V diag(1/s) U^T over the singular values above the tolerance
     (U diag(1/l) U^T over the eigenvalues with hermitian=True)."""
-    from pytorchlite.generated import functions as F
     if len(A._shape) < 2 or A._dtype not in (D.float32, D.float64):
         raise RuntimeError(f"linalg.pinv({A._dtype._torch_name}{{{list(A._shape)}}}): expected a tensor with 2 or more "
                            "dimensions of float, double, cfloat or cdouble types")

@@ -13,11 +13,11 @@ broadcast case needs no copy here: the kernel takes stride-0 batch dimensions di
 """
 
 from pytorchlite import _dtype as D
-from pytorchlite import _tensor
 from pytorchlite._C import check, ffi, lib
-from pytorchlite._kernels.pointwise import _empty, copy_into, to_dtype
+from pytorchlite._core import numel, contiguous_strides, copy_into, empty as _empty, to_dtype
 from pytorchlite._promotion import result_type_of
 from pytorchlite._views import make_view
+from pytorchlite._ops import ops as F
 
 # caffe2 TypeMeta spellings, which some of PyTorch's messages use instead of ScalarType's
 _CPP_NAME = {
@@ -32,13 +32,6 @@ _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 # --- small helpers ------------------------------------------------------------------------
-
-def _prod(xs):
-    n = 1
-    for x in xs:
-        n *= x
-    return n
-
 
 def _size(t, d):
     """t.size(d) with PyTorch's IndexError when t has too few dimensions."""
@@ -68,7 +61,6 @@ def _transpose_last(t):
 
 def _contiguous_view(t, shape):
     """A view of the contiguous tensor t with another shape of the same numel."""
-    from pytorchlite._tensor import contiguous_strides
     return _view(t, shape, contiguous_strides(tuple(shape)))
 
 
@@ -369,7 +361,7 @@ def outer(self, vec2):
     col = _column("outer", "self", self)
     if vec2.dim() != 1:
         raise RuntimeError(f"outer: Expected 1-D argument vec2, but got {vec2.dim()}-D")
-    return _tensor._F.mul(col, vec2)
+    return F.mul(col, vec2)
 
 
 def _check_addr_scalar(dtype, v, name):
@@ -387,7 +379,6 @@ def addr(self, vec1, vec2, beta=1, alpha=1):
     dtype = result_type_of([self_, vec1, vec2])   # self as expanded: 0-d self counts as dimensioned
     _check_addr_scalar(dtype, beta, "beta")
     _check_addr_scalar(dtype, alpha, "alpha")
-    F = _tensor._F
     col, row = to_dtype(col, dtype), to_dtype(vec2, dtype)
     if dtype is D.bool:
         # (beta && self) || (alpha && vec1 && vec2)
@@ -430,7 +421,7 @@ def _should_fold(t1, t2):
 def _fold_rows(t):
     """t (..., r, c) as a (prod(...) * r, c) matrix: a view when the leading dims are
     contiguous among themselves, else a contiguous copy first."""
-    rows = _prod(t._shape[:-1])
+    rows = numel(t._shape[:-1])
     cols = t._shape[-1]
     shape, stride = t._shape, t._stride
     if t.numel() != 0 and all(stride[i] == stride[i + 1] * shape[i + 1] for i in range(len(shape) - 2)):
@@ -472,7 +463,7 @@ def matmul(self, other):
     m2 = other._shape[-2] if d2 > 1 else other._shape[0]
     p = other._shape[-1] if d2 > 1 else 1
     batch = _infer_size(self._shape[:max(d1 - 2, 0)], other._shape[:max(d2 - 2, 0)])
-    nbatch = _prod(batch)
+    nbatch = numel(batch)
     if m1 != m2:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{nbatch}, {m1}] but got: "
                            f"[{nbatch}, {m2}].")

@@ -15,8 +15,8 @@ import numpy as _np
 from pytorchlite import _dtype as D
 from pytorchlite._C import check, ffi, lib
 from pytorchlite._argparse import wrap_dim
-from pytorchlite._kernels.pointwise import _empty, _scalar_arg, copy_into, scalar_tensor, to_dtype
-from pytorchlite._tensor import Tensor, _numel, contiguous_strides, make
+from pytorchlite._core import empty as _empty, scalar_pair as _scalar_arg, copy_into, scalar_tensor, to_dtype
+from pytorchlite._core import TensorBase as Tensor, broadcast_shapes, contiguous_strides, make, numel as _numel, overlaps as _overlaps, self_overlapping as _self_overlapping
 from pytorchlite._views import make_view
 
 _new = ffi.new
@@ -271,7 +271,6 @@ def _destination(self, into, *inputs):
     PyTorch can tell). Sharing PyTorch does not detect (strided views) is computed as if
     the operands were read first: through a copy of self."""
     if into is self:
-        from pytorchlite._kernels.pointwise import _overlaps, _self_overlapping
         if _self_overlapping(self):
             raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                                "single memory location. Please clone() the tensor before performing the operation.")
@@ -572,7 +571,6 @@ def masked_scatter(self, mask, source):
     if source._dtype is not self._dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got"
                            f"{self._dtype._torch_name} and {source._dtype._torch_name}")
-    from pytorchlite._kernels.pointwise import broadcast_shapes
     from pytorchlite._kernels.views import expand
     shape = broadcast_shapes("masked_scatter", [self._shape, mask._shape])
     out = _empty(shape, self._dtype, self._device)

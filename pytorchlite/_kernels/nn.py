@@ -11,9 +11,10 @@ float32 and the result rounded once, as PyTorch's CPU kernels accumulate in floa
 from pytorchlite import _dtype as D
 from pytorchlite._C import check, ffi, lib
 from pytorchlite._kernels.copy import contiguous as _contiguous
-from pytorchlite._kernels.pointwise import _empty, to_dtype
+from pytorchlite._core import empty as _empty, to_dtype
 from pytorchlite._argparse import wrap_dim
-from pytorchlite._tensor import contiguous_strides
+from pytorchlite._core import contiguous_strides
+from pytorchlite._structured import Meta
 from pytorchlite._views import make_view
 
 _F32, _F64 = D.float32, D.float64
@@ -50,9 +51,24 @@ def _reshape(t, shape):
     return make_view(t, tuple(shape), contiguous_strides(tuple(shape)), t._offset)
 
 
-# --- softmax ---------------------------------------------------------------------------------
+# --- softmax (structured: ops.yaml declares the C calls) ----------------------------------------
 
-def _softmax_impl(op, self, dim, half_to_float, is_log):
+def _rows(shape, d):
+    """(outer, n, inner): the softmax rows of `shape` along dim d."""
+    outer = inner = 1
+    for s in shape[:d]:
+        outer *= s
+    for s in shape[d + 1:]:
+        inner *= s
+    return outer, (shape[d] if shape else 1), inner
+
+
+def _compute_dtype(dtype):
+    """The kernels compute in float32 or float64: float16 and bfloat16 widen to float32."""
+    return _F32 if dtype in _HALF else dtype
+
+
+def _softmax_meta(op, is_log, self, dim, half_to_float):
     if half_to_float:
         raise RuntimeError("softmax with half to float conversion is not supported on CPU")
     nd = len(self._shape)
@@ -60,57 +76,39 @@ def _softmax_impl(op, self, dim, half_to_float, is_log):
     if not self._dtype.is_floating_point:
         kind = "lastdim_kernel_impl" if nd == 0 or d == nd - 1 else "kernel_impl"
         raise _not_implemented(("log_softmax_" if is_log else "softmax_") + kind, self._dtype)
-    x = _compute(self, op)
-    shape = self._shape
-    outer = inner = 1
-    n = shape[d] if nd else 1
-    for s in shape[:d]:
-        outer *= s
-    for s in shape[d + 1:]:
-        inner *= s
-    out = _empty(shape, x._dtype, self._device)
-    check(lib.ptl_softmax_forward(x._dtype.code, _addr(x), _addr(out), outer, n, inner, int(is_log)), op)
-    return _finish(out, self._dtype)
+    outer, n, inner = _rows(self._shape, d)
+    return Meta((self._shape, self._dtype), compute=_compute_dtype(self._dtype), outer=outer, n=n, inner=inner)
 
 
-def _softmax(self, dim, half_to_float):
-    return _softmax_impl("_softmax", self, dim, half_to_float, False)
+def softmax_meta(self, dim, half_to_float):
+    return _softmax_meta("_softmax", False, self, dim, half_to_float)
 
 
-def _log_softmax(self, dim, half_to_float):
-    return _softmax_impl("_log_softmax", self, dim, half_to_float, True)
+def log_softmax_meta(self, dim, half_to_float):
+    return _softmax_meta("_log_softmax", True, self, dim, half_to_float)
 
 
-def _softmax_backward_impl(op, grad_output, output, dim, input_dtype, is_log):
+def _softmax_backward_meta(op, grad_output, output, dim, input_dtype):
     if grad_output._shape != output._shape:
         raise RuntimeError(f"{op}(): grad_output of shape {list(grad_output._shape)} does not match output of "
                            f"shape {list(output._shape)}")
     nd = len(output._shape)
     d = wrap_dim(op, dim, nd) if nd else wrap_dim(op, dim, 1)
-    if not output._dtype.is_floating_point:
-        raise _not_implemented(op, output._dtype)
-    y = _compute(output, op)
-    g = _compute(grad_output, op)
-    if g._dtype is not y._dtype:
-        g = to_dtype(g, y._dtype)
-    shape = output._shape
-    outer = inner = 1
-    n = shape[d] if nd else 1
-    for s in shape[:d]:
-        outer *= s
-    for s in shape[d + 1:]:
-        inner *= s
-    out = _empty(shape, y._dtype, output._device)
-    check(lib.ptl_softmax_backward(y._dtype.code, _addr(g), _addr(y), _addr(out), outer, n, inner, int(is_log)), op)
-    return _finish(out, output._dtype)
+    for t in (output, grad_output):
+        if not t._dtype.is_floating_point:
+            raise _not_implemented(op, t._dtype)
+    outer, n, inner = _rows(output._shape, d)
+    # grad_output is read in the output's compute dtype
+    return Meta((output._shape, output._dtype), compute=_compute_dtype(output._dtype), outer=outer, n=n,
+                inner=inner)
 
 
-def _softmax_backward_data(grad_output, output, dim, input_dtype):
-    return _softmax_backward_impl("_softmax_backward_data", grad_output, output, dim, input_dtype, False)
+def softmax_backward_meta(grad_output, output, dim, input_dtype):
+    return _softmax_backward_meta("_softmax_backward_data", grad_output, output, dim, input_dtype)
 
 
-def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
-    return _softmax_backward_impl("_log_softmax_backward_data", grad_output, output, dim, input_dtype, True)
+def log_softmax_backward_meta(grad_output, output, dim, input_dtype):
+    return _softmax_backward_meta("_log_softmax_backward_data", grad_output, output, dim, input_dtype)
 
 
 # --- nll_loss --------------------------------------------------------------------------------

@@ -16,7 +16,12 @@ from pytorchlite._argparse import common_device as _common_device
 from pytorchlite._device import CPU as _CPU
 from pytorchlite._promotion import result_type_of
 from pytorchlite._storage import Storage
-from pytorchlite._tensor import Tensor, make, contiguous_strides, _numel
+from pytorchlite import _backends, _core
+from pytorchlite._kernels import pointwise_checks as _checks
+from pytorchlite._core import (  # noqa: F401  (copy_into, to_dtype: used by the CUDA pointwise path)
+    TensorBase as Tensor, broadcast_shapes, contiguous_strides, copy_into, descriptors as _descs,
+    empty as _empty, expand_strides, make, numel as _numel, overlaps as _overlaps, scalar_pair as _scalar_arg,
+    scalar_tensor, self_overlapping as _self_overlapping, to_dtype)
 
 _BOOL = D.bool
 _NUMBER = (bool, int, float)
@@ -24,79 +29,6 @@ _alloc = Storage.allocate
 _new_descs = ffi.new
 _cast = ffi.cast
 _set_desc = lib.ptl_set_desc
-
-
-def broadcast_shapes(op, shapes):
-    """The broadcast of several shapes, with PyTorch's error for a mismatch."""
-    if len(shapes) == 1 or (len(shapes) == 2 and shapes[0] == shapes[1]):
-        return tuple(shapes[0])   # nothing to broadcast (the common case)
-    ndim = max((len(s) for s in shapes), default=0)
-    out = [1] * ndim
-    for s in shapes:
-        off = ndim - len(s)
-        for i, n in enumerate(s):
-            j = off + i
-            m = out[j]
-            if m == n or n == 1:
-                continue
-            if m == 1:
-                out[j] = n
-                continue
-            # name the two shapes that disagree, as PyTorch does
-            a = next(x for x in shapes if len(x) - ndim + j >= 0 and x[len(x) - ndim + j] == m)
-            raise RuntimeError(
-                f"The size of tensor a ({m}) must match the size of tensor b ({n}) at non-singleton "
-                f"dimension {j - (ndim - max(len(a), len(s)))}")
-    return tuple(out)
-
-
-def expand_strides(t, shape):
-    """t's strides for viewing it at the broadcast `shape` (0 where broadcast)."""
-    nd = len(shape)
-    off = nd - len(t._shape)
-    st = [0] * nd
-    for i, (n, s) in enumerate(zip(t._shape, t._stride)):
-        st[off + i] = 0 if (n == 1 and shape[off + i] != 1) else s
-    return st
-
-
-def _scalar_arg(v):
-    """A Python scalar as the (double, int64) pair a kernel's ptl_scalar holds."""
-    tv = type(v)
-    if tv is int:       # the common cases first: this runs on every call with alpha=
-        return (float(v), v)
-    if tv is float and -9.2e18 < v < 9.2e18:   # finite and within int64
-        return (v, int(v))
-    if isinstance(v, float):
-        # nan, inf or beyond int64: only float kernels read it; the int view saturates
-        if v != v:
-            return (v, 0)
-        return (v, 9223372036854775807 if v > 0 else -9223372036854775808)
-    if isinstance(v, Tensor):
-        v = v.item()
-    return (float(v), int(v))
-
-
-def to_dtype(t, dtype):
-    """A contiguous copy of t in `dtype` (no copy when it already is that dtype)."""
-    if t._dtype is dtype:
-        return t
-    out = _empty(t._shape, dtype, t._device)
-    copy_into(out, t)
-    return out
-
-
-def _empty(shape, dtype, device):
-    st = _alloc(_numel(shape) * dtype.itemsize, device)
-    return make(st, shape, contiguous_strides(shape), 0, dtype, None, True)
-
-
-def scalar_tensor(v, dtype, device):
-    t = _empty((), dtype, device)
-    d, i = _scalar_arg(v)
-    descs = _descs((t,), ())
-    check(lib.ptl_fill(descs, d, i), "fill_")
-    return t
 
 
 _SCALARS = {}
@@ -116,205 +48,9 @@ def _scalar_operand(v, dtype, device):
     return t
 
 
-def _descs(tensors, shape):
-    """Descriptor array; every tensor viewed at `shape` (expanded as needed)."""
-    descs = _new_descs("ptl_tensor[]", len(tensors))
-    nd = len(shape)
-    # one C call per tensor (ptl_set_desc) instead of a cffi write per field: half the cost
-    for k, t in enumerate(tensors):
-        if _set_desc(descs, k, t._storage.ptr + t._offset * t._dtype.itemsize, t._dtype.code, nd, shape,
-                     t._stride if t._shape == shape else expand_strides(t, shape)):
-            raise RuntimeError(f"tensors with more than 16 dimensions are not supported (got {nd})")
-    return descs
-
-
-def copy_into(dst, src):
-    """dst[...] = src, broadcasting src to dst's shape and converting dtype."""
-    if dst._device.type != "cpu" or src._device.type != "cpu":
-        from pytorchlite import cuda
-        return cuda._copy(dst, src)
-    shape = dst._shape
-    if len(dst._shape) > 16:
-        raise RuntimeError("copy_(): tensors with more than 16 dimensions are not supported")
-    check(lib.ptl_copy(_descs((dst, src), shape)), "copy_")
-
-
-def _self_overlapping(t):
-    for n, s in zip(t._shape, t._stride):
-        if s == 0 and n > 1:
-            return True
-    return False
-
-
-def _overlaps(a, b):
-    """Whether a and b's memory ranges touch without being the same view."""
-    if a._storage is not b._storage:
-        return False
-    if a._offset == b._offset and a._stride == b._stride and a._shape == b._shape:
-        return False
-    if not a._shape or not b._shape or _numel(a._shape) == 0 or _numel(b._shape) == 0:
-        return a._offset == b._offset and _numel(a._shape) and _numel(b._shape)
-    a_lo = a._offset
-    a_hi = a._offset + sum((n - 1) * s for n, s in zip(a._shape, a._stride))
-    b_lo = b._offset
-    b_hi = b._offset + sum((n - 1) * s for n, s in zip(b._shape, b._stride))
-    return a_lo <= b_hi and b_lo <= a_hi
-
-
-# PyTorch names its CPU kernel in a dtype error, which is not always "<op>_cpu".
-_KERNEL_NAMES = {
-    "floor_divide": "div_floor_cpu", "_div_floor": "div_floor_cpu", "_div_trunc": "div_trunc_cpu",
-    "pow": "pow", "bitwise_left_shift": "lshift_cpu", "bitwise_right_shift": "rshift_cpu",
-    "floor": "floor_vml_cpu", "ceil": "ceil_vml_cpu", "_round": "round_vml_cpu", "trunc": "trunc_vml_cpu",
-    "_round_decimals": "round_cpu", "_gelu_erf": "GeluKernelImpl", "_gelu_tanh": "GeluKernelImpl",
-    "_silu": "silu_cpu", "_mish": "mish_cpu", "_elu": "elu_cpu", "_leaky_relu": "leaky_relu_cpu",
-    "_hardsigmoid": "hardsigmoid_cpu", "_hardswish": "hardswish_cpu", "lerp": "lerp_kernel_scalar",
-    "addcmul": "addcmul_cpu_out", "addcdiv": "addcdiv_cpu_out", "_clamp": "clamp_cpu",
-}
-
-# Dtypes PyTorch rejects with its own RuntimeError rather than "not implemented".
-_NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a "
-             "mask, use the `~` or `logical_not()` operator instead.")
-_DTYPE_ERRORS = {
-    ("neg", "bool"): _NEG_BOOL,
-    ("relu", "bool"): "Boolean inputs not supported for relu",
-    ("_hardtanh", "bool"): "Bool inputs not supported for hardtanh",
-}
-
-
-def _not_implemented(op, dtype):
-    msg = _DTYPE_ERRORS.get((op.name, dtype.name))
-    if msg is not None:
-        return RuntimeError(msg)
-    name = _KERNEL_NAMES.get(op.name, op.name + "_cpu")
-    return NotImplementedError(f"\"{name}\" not implemented for '{dtype._torch_name}'")
-
-
 class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
     """PyTorch's CPU kernels raise RuntimeError('ZeroDivisionError') for an integer division
     by zero; this is that error and also a Python ZeroDivisionError."""
-
-
-# ---- operator-specific argument checks (PyTorch's, made before any kernel runs) ----------
-# Each takes (op, operands, scalars, common dtype) and raises; the fast path calls the ones
-# of operators that have scalar arguments (their checks depend only on dtype and scalars).
-
-def _check_alpha(op, operands, scalars, common):
-    alpha = scalars[0]
-    if isinstance(alpha, bool):
-        if common is not _BOOL:
-            raise RuntimeError("Boolean alpha only supported for Boolean results.")
-    elif isinstance(alpha, float) and not common.is_floating_point:
-        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
-
-
-def _check_sub(op, operands, scalars, common):
-    kinds = [x._dtype is _BOOL if isinstance(x, Tensor) else isinstance(x, bool) for x in operands]
-    if all(kinds):
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                           "Use the `^` or `logical_xor()` operator instead.")
-    if any(kinds):
-        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
-                           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
-    _check_alpha(op, operands, scalars, common)
-
-
-def _check_pow(op, operands, scalars, common):
-    e = operands[1]
-    if type(e) is int and e < 0 and not common.is_floating_point:
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
-    # PyTorch answers pow(x, True/False) by copying / filling before any kernel, so only a
-    # bool tensor raised to a bool *Number* works; a bool exponent tensor has no kernel
-    if common is _BOOL and isinstance(e, Tensor):
-        raise _not_implemented(op, common)
-
-
-def _check_addcdiv(op, operands, scalars, common):
-    t1, t2 = operands[1], operands[2]
-    if not t1._dtype.is_floating_point and not t2._dtype.is_floating_point:
-        raise RuntimeError(
-            "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will "
-            "perform a true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented "
-            "as (input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
-            "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the "
-            "latter implementation: (input + value * tensor1 / tensor2), for all dtypes.")
-
-
-_C10_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16"}
-
-
-def _check_lerp(op, operands, scalars, common):
-    self, end, weight = operands
-    want = self._dtype
-    if not want.is_floating_point:      # lerp computes in self's dtype: no promotion to float
-        raise _not_implemented(op, want)
-    for name, x in (("end", end), ("weight", weight)):
-        # a 0-d weight may have another dtype; `end` and a weight with dimensions may not
-        if isinstance(x, Tensor) and x._dtype is not want and (name == "end" or x._shape):
-            raise RuntimeError(f"expected dtype {_C10_NAMES.get(want.name, want.name)} for `{name}` but got dtype "
-                               f"{_C10_NAMES.get(x._dtype.name, x._dtype.name)}")
-
-
-def _check_clamp(op, operands, scalars, common):
-    if len(operands) == 3 and isinstance(operands[1], Tensor) != isinstance(operands[2], Tensor):
-        raise TypeError(f"clamp(): min and max must both be Tensors or both be Numbers, got "
-                        f"{type(operands[1]).__name__} and {type(operands[2]).__name__}")
-    # a Number bound must fit the tensor's integer dtype, and bool tensors take only Tensor bounds
-    for x in operands[1:]:
-        if isinstance(x, Tensor):
-            continue
-        if common is _BOOL:
-            raise NotImplementedError(f"\"{op.name.strip('_')}_scalar_cpu\" not implemented for 'Bool'")
-        if not common.is_floating_point and not isinstance(x, float):
-            info = D.iinfo(common)
-            lo = -info.max if info.min == 0 else info.min   # c10 lets -255 through for uint8
-            if not lo <= x <= info.max:
-                raise RuntimeError(f"value cannot be converted to type {common.name}_t without overflow")
-
-
-def _check_int_scalars(scalars, common, ctype):
-    """An integer kernel reads Scalars as integers: nan, inf and values beyond `common`
-    cannot be converted (PyTorch's c10 overflow check)."""
-    if common.is_floating_point or common is _BOOL:
-        return
-    info = D.iinfo(common) if ctype != "int64_t" else D.iinfo(D.int64)
-    for v in scalars:
-        if isinstance(v, float) and not (info.min <= v <= info.max):   # nan fails too
-            raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
-
-
-def _check_hardtanh(op, operands, scalars, common):
-    _check_int_scalars(scalars, common, "int64_t")
-    # PyTorch tests the limits as converted to the tensor's dtype (so -0.5 passes, -1.5 not)
-    if common is D.uint8 and (int(scalars[0]) < 0 or int(scalars[1]) < 0):
-        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
-
-
-def _check_addcmul(op, operands, scalars, common):
-    _check_int_scalars(scalars, common, "int" if common is D.int32 else f"{common.name}_t")
-
-
-# Operators whose out= must have exactly the result dtype (PyTorch's structured kernels
-# that do not cast), with PyTorch's message for each.
-_SAME_OUT = "Found dtype {out} but expected {result}"
-_BOOL_OUT = "{op} does not support non-boolean outputs."
-_OUT_DTYPE_RULES = {
-    **{name: _SAME_OUT for name in ("abs", "neg", "floor", "ceil", "_round", "trunc", "frac", "sign", "sgn",
-                                    "bitwise_not", "lerp")},
-    **{name: _BOOL_OUT for name in ("isposinf", "isneginf", "signbit")},
-    "where": "Expected out type to be {result} but got {out}",
-}
-
-# (operator, dtype) pairs whose argument checks need the general path even when every
-# operand is a contiguous tensor of that dtype (the fast path runs no checks without scalars)
-_GENERAL_ONLY = {("pow", "bool")}
-
-_CHECKS = {
-    "add": _check_alpha, "sub": _check_sub, "rsub": _check_sub, "pow": _check_pow,
-    "addcdiv": _check_addcdiv, "lerp": _check_lerp, "clamp_min": _check_clamp,
-    "clamp_max": _check_clamp, "_clamp": _check_clamp, "_hardtanh": _check_hardtanh,
-    "addcmul": _check_addcmul,
-}
 
 
 def _fast_out_dtypes(op):
@@ -324,7 +60,7 @@ def _fast_out_dtypes(op):
     table = []
     for dt in D.BY_CODE:
         out_dt = None
-        if dt.code in op.dtypes and not op.integer_division and (op.name, dt.name) not in _GENERAL_ONLY:
+        if dt.code in op.dtypes and not op.integer_division:
             promo = op.promotion
             if promo == "default" or (promo == "int_to_float" and dt.is_floating_point):
                 out_dt = dt
@@ -333,7 +69,7 @@ def _fast_out_dtypes(op):
         table.append(out_dt)
     # with the operator's argument check and its contiguous C entry, so a call looks
     # up one tuple instead of three attributes and a dict
-    plan = (tuple(table), _CHECKS.get(op.name), op.cpu[1])
+    plan = (tuple(table), op.check, op.cpu[1])
     _FAST[op] = plan
     return plan
 
@@ -389,8 +125,8 @@ def run(op, operands, scalars, out, inplace):
                     return _run_general(op, operands, scalars, out, inplace)
                 # (autograd is recorded by the generated binding, around this call)
                 chk = plan[1]
-                # (an int alpha, the default, passes _check_alpha whatever the dtype)
-                if chk is not None and not (chk is _check_alpha and scalars[0].__class__ is int):
+                # (an int alpha, the default, passes the alpha check whatever the dtype)
+                if chk is not None and not (chk is _checks.alpha and scalars[0].__class__ is int):
                     chk(op, operands, scalars, dt)
                 if bcast:
                     for k in range(1, len(args)):
@@ -464,7 +200,7 @@ def _run_strided(op, operands, scalars):
     operands' shapes and strides, so it is computed once per geometry and kept. None when
     the general path must decide."""
     first = operands[0]
-    if first.__class__ is not Tensor or first._device is not _CPU:
+    if first.__class__ is not _core.Tensor or first._device is not _CPU:
         return None
     dt = first._dtype
     out_dt = (_FAST.get(op) or _fast_out_dtypes(op))[0][dt.code]
@@ -472,7 +208,7 @@ def _run_strided(op, operands, scalars):
         return None
     key = []
     for x in operands:
-        if x.__class__ is not Tensor or x._dtype is not dt or x._device is not _CPU:
+        if x.__class__ is not _core.Tensor or x._dtype is not dt or x._device is not _CPU:
             return None
         key.append(x._shape)
         key.append(x._stride)
@@ -485,7 +221,7 @@ def _run_strided(op, operands, scalars):
             return None       # shapes that do not broadcast: the general path raises
         if geo is None:
             return None
-    chk = _CHECKS.get(op.name)
+    chk = op.check
     if chk is not None:
         chk(op, operands, scalars, dt)
     shape, n, out_strides, shape_arr, strides = geo
@@ -504,62 +240,22 @@ def _run_strided(op, operands, scalars):
     return res
 
 
-def binary_operator(op, slow, with_alpha):
-    """`Tensor.__add__` and the like for `op`: the fast path of run(), specialised to two
-    contiguous CPU tensors of one dtype and shape with no gradient to record, written out
-    for exactly two operands (and alpha=1 where the operator takes one); anything else
-    goes to `slow`, the generated binding. `a + b` on small tensors is mostly this Python,
-    and the general loop over operands and scalars costs as much again."""
+def binary_plan(op):
+    """The plan of the generated fast path of a binary Python operator (`a + b`: two
+    contiguous CPU tensors of one dtype and shape, nothing to record, alpha 1 where the
+    operator takes one; codegen/templates/functions.py.j2): (for each dtype code the
+    result dtype or None where the path does not apply, the argument check or None, the
+    contiguous C entry). `a + b` on small tensors is mostly that Python, and the general
+    loop over operands and scalars costs as much again."""
     table, chk, kern = _FAST.get(op) or _fast_out_dtypes(op)
-    if chk is _check_alpha:
+    if chk is _checks.alpha:
         chk = None          # alpha is 1 here, which every dtype takes
-    elif chk is _check_sub:
+    elif chk is _checks.sub:
         # with alpha 1 and both operands of one dtype it raises for bool only: leave bool
         # to the binding, which raises, and check nothing
         table = tuple(None if d is _BOOL else out for d, out in zip(D.BY_CODE, table))
         chk = None
-    new, alloc_addr, free_addr = object.__new__, lib.ptl_alloc_addr, lib.ptl_free_addr
-    from pytorchlite.autograd.forward_ad import _state as fw_state
-
-    def operator(self, other):
-        if other.__class__ is Tensor and self.__class__ is Tensor:
-            dt = self._dtype
-            shape = self._shape
-            if other._dtype is dt and other._shape == shape and self._device is _CPU and \
-                    other._device is _CPU and (self._contig or self.is_contiguous()) and \
-                    (other._contig or other.is_contiguous()) and not self._requires_grad and \
-                    not other._requires_grad and not fw_state.on:
-                out_dt = table[dt.code]
-                if out_dt is not None:
-                    if chk is not None:
-                        chk(op, (self, other), (1,) if with_alpha else (), dt)
-                    n = 1
-                    for k in shape:
-                        n *= k
-                    nbytes = n * out_dt.itemsize
-                    p = alloc_addr(nbytes)
-                    if not p:
-                        raise RuntimeError(f"[CPU allocator] out of memory: tried to allocate {nbytes} bytes")
-                    st = new(Storage)       # Storage.allocate, inlined
-                    st.ptr = p
-                    st.nbytes = nbytes
-                    st.device = _CPU
-                    st._owner = None
-                    st._free = free_addr
-                    res = make(st, shape, self._stride, 0, out_dt, None, True)
-                    item = dt.itemsize
-                    a = self._storage.ptr + self._offset * item
-                    b = other._storage.ptr + other._offset * item
-                    status = kern(dt.code, n, 0, p, a, b, 1.0, 1) if with_alpha else kern(dt.code, n, 0, p, a, b)
-                    if status:
-                        check(status, op.name)
-                    return res
-        return slow(self, other)
-
-    operator.__name__ = slow.__name__
-    operator.__qualname__ = slow.__qualname__
-    operator.__doc__ = slow.__doc__
-    return operator
+    return table, chk, kern
 
 
 def _fast_target(target, shape, out_dt, operands, inplace):
@@ -577,22 +273,17 @@ def _fast_target(target, shape, out_dt, operands, inplace):
         return False   # the general path raises (or checks grad mode)
     st = target._storage
     for x in operands:
-        if x is not target and x.__class__ is Tensor and x._storage is st and \
+        if x is not target and x.__class__ is _core.Tensor and x._storage is st and \
                 (x._offset != target._offset or x._stride != target._stride):
             return False
-        if x.__class__ is not Tensor and isinstance(x, Tensor) and x._storage is st and x is not target:
+        if x.__class__ is not _core.Tensor and isinstance(x, Tensor) and x._storage is st and x is not target:
             return False   # a Tensor subclass sharing memory: leave it to the general path
     return True
 
 
-# Operators PyTorch also runs on Python numbers alone (giving a 0-d tensor); the others
-# have no overload without a Tensor and raise TypeError.
-_NUMBERS_ONLY_OK = {"add", "sub", "mul", "_div_true", "_div_trunc", "_div_floor", "floor_divide"}
-
-
 def _run_general(op, operands, scalars, out, inplace):
     promo = op.promotion
-    if op.name not in _NUMBERS_ONLY_OK and not any(isinstance(x, Tensor) for x in operands):
+    if not op.all_numbers and not any(isinstance(x, Tensor) for x in operands):
         got = ", ".join(type(x).__name__ for x in operands)
         raise TypeError(f"{op.name}() received an invalid combination of arguments - got ({got}), but expected "
                         "at least one Tensor")
@@ -614,18 +305,19 @@ def _run_general(op, operands, scalars, out, inplace):
     if promo == "int_to_float" and not common.is_floating_point:
         common = D.get_default_dtype()
     out_dt = _BOOL if promo == "bool_out" else common
-    chk = _CHECKS.get(op.name)
+    chk = op.check
     if chk is not None:
         chk(op, operands, scalars, common)
     if common.code not in op.dtypes:
-        raise _not_implemented(op, common)
+        raise _checks.not_implemented(op, common)
 
     # ---- devices and shapes ---------------------------------------------------------------
     tensors = [x for x in operands if isinstance(x, Tensor)]
     device = _common_device(op.name, tensors)
     if device.type != "cpu":
-        from pytorchlite import cuda
-        return cuda._run_pointwise(op, operands, scalars, out, inplace, common, out_dt, device)
+        # another device type: its backend runs the kernel ops.yaml generated for it
+        return _backends.get(device.type).pointwise(op, op.entry(device.type), operands, scalars, out, inplace,
+                                                    common, out_dt, device)
     shape = broadcast_shapes(op.name, [t._shape for t in tensors]) if tensors else ()
     if len(shape) > 16:
         raise RuntimeError(f"{op.name}(): tensors with more than 16 dimensions are not supported")
@@ -674,7 +366,7 @@ def prepare_operands(op, operands, out, inplace, common, out_dt, device, shape, 
             raise TypeError(f"{op.name}(): argument 'out' must be Tensor, not {type(out).__name__}")
         from pytorchlite._argparse import resize_out, check_out_autograd
         check_out_autograd(op.name, out)
-        rule = _OUT_DTYPE_RULES.get(op.name)
+        rule = op.out_dtype_error
         if rule is not None and out._dtype is not out_dt:
             raise RuntimeError(rule.format(op=op.name, out=out._dtype._torch_name, result=out_dt._torch_name))
         resize_out(op.name, out, shape)

@@ -13,10 +13,10 @@ import warnings
 
 from pytorchlite import _dtype as D
 from pytorchlite._C import check, ffi, lib
-from pytorchlite._kernels.pointwise import _descs, _empty, broadcast_shapes
+from pytorchlite._core import descriptors as _descs, empty as _empty, broadcast_shapes
 from pytorchlite._kernels.factories import _check_pin_memory
 from pytorchlite._random import get_generator
-from pytorchlite._tensor import Tensor
+from pytorchlite._core import TensorBase as Tensor, to_dtype
 
 # distribution kinds, as kernels/random.c numbers them (for ptl_random_counters)
 _UNIFORM, _NORMAL, _EXPONENTIAL, _INTEGER, _BERNOULLI, _POISSON, _RANDPERM, _MULTINOMIAL = range(8)
@@ -501,7 +501,6 @@ def randperm(n, generator=None, dtype=None, layout=None, device=None, pin_memory
         seed, off = _reserve(_generator("randperm", generator, perm._device), _RANDPERM, D.int64, n)
         check(lib.ptl_randperm(ffi.cast("int64_t *", perm._storage.ptr), n, seed, off), "randperm")
     if dt is not D.int64:
-        from pytorchlite._kernels.pointwise import to_dtype
         perm = to_dtype(perm, dt)
     return _finish(perm, requires_grad)
 

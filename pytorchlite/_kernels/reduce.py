@@ -16,11 +16,12 @@ import warnings
 from pytorchlite import _dtype as D
 from pytorchlite._argparse import wrap_dim, int_ as _int_arg
 from pytorchlite._C import check, ffi, lib
-from pytorchlite._kernels.pointwise import copy_into, to_dtype
+from pytorchlite._core import copy_into, to_dtype
 from pytorchlite._storage import Storage
 from pytorchlite._device import CPU as _CPU
-from pytorchlite._tensor import Tensor, contiguous_strides, make, _numel
+from pytorchlite._core import TensorBase as Tensor, contiguous_strides, make, numel as _numel
 from pytorchlite import return_types
+from pytorchlite._ops import ops as F
 
 # Operation codes of ptl_reduce; kernels/reduce.c holds the same enum.
 R_SUM, R_PROD, R_MEAN, R_NANSUM, R_NANMEAN, R_COUNT_NZ, R_ALL, R_ANY, R_NORM, R_LOGSUMEXP, \
@@ -211,7 +212,6 @@ def _max_min(op, code_full, code_dim, result, self, dim, keepdim):
         # max(input, other): the elementwise form
         if keepdim:
             raise TypeError(f"{op}(): argument 'keepdim' is not accepted together with a Tensor 'other'")
-        from pytorchlite.generated import functions as F
         binary = getattr(F, "maximum" if op == "max" else "minimum", None)
         if binary is None:
             raise NotImplementedError(f"{op}(input, other) needs the '{'maximum' if op == 'max' else 'minimum'}' "

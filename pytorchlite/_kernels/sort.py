@@ -14,9 +14,10 @@ from pytorchlite import _dtype as D
 from pytorchlite import return_types
 from pytorchlite._argparse import wrap_dim
 from pytorchlite._C import check, ffi, lib
-from pytorchlite._kernels.pointwise import copy_into, to_dtype
+from pytorchlite._core import copy_into, to_dtype
 from pytorchlite._kernels.reduce import _fill, _new_tensor, _check_cpu, _flat
-from pytorchlite._tensor import Tensor, make, _numel
+from pytorchlite._core import TensorBase as Tensor, contiguous_strides, make, numel as _numel, scalar_tensor
+from pytorchlite._ops import ops as F
 
 _I64 = D.int64
 _NULL = ffi.NULL
@@ -45,7 +46,6 @@ def _squeeze_dim(t, d, keep):
     if keep or not t._shape:
         return t
     shape = t._shape[:d] + t._shape[d + 1:]
-    from pytorchlite._tensor import contiguous_strides
     return make(t._storage, shape, contiguous_strides(shape), t._offset, t._dtype, t._vc, True)
 
 
@@ -271,7 +271,6 @@ def _unique_dim(op, self, dim, sort_rows, return_inverse, return_counts):
     """unique / unique_consecutive over the slices along `dim`: each slice is a row of
     `rows` (dim moved first, the rest flattened). Rows are ordered lexicographically by
     stable sorts on one column at a time, last column first (an LSD sort)."""
-    from pytorchlite.generated import functions as F
     if not self._shape:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = wrap_dim(op, dim, len(self._shape))
@@ -342,7 +341,6 @@ def unique_consecutive(self, return_inverse=False, return_counts=False, dim=None
 def _as_tensor(v, like):
     if isinstance(v, Tensor):
         return v
-    from pytorchlite._kernels.pointwise import scalar_tensor
     dt = like._dtype if not (isinstance(v, float) and not like._dtype.is_floating_point) else D.get_default_dtype()
     return scalar_tensor(v, dt, like._device)
 
@@ -375,7 +373,6 @@ def _search(op, seq, values, out_int32, right, sorter, bucketize=False):
     if sorter is not None:
         srt = _contiguous(sorter)
         if _numel(srt._shape):
-            from pytorchlite.generated import functions as F
             lo, hi = int(F.min(srt).item()), int(F.max(srt).item())
             if lo < 0 or hi >= m:
                 raise RuntimeError("torch.searchsorted(): sorter index out of range")
@@ -434,7 +431,6 @@ def bincount(self, weights=None, minlength=0):
     n = self._shape[0]
     nbins = minlength
     if n:
-        from pytorchlite.generated import functions as F
         lo, hi = int(F.min(x).item()), int(F.max(x).item())
         if lo < 0:
             raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
@@ -465,7 +461,6 @@ def histc(self, bins=100, min=0, max=0):
     x = _contiguous(to_dtype(_flat(self), D.float64))
     n = x._shape[0]
     if lo == hi and n:
-        from pytorchlite.generated import functions as F
         lo, hi = F.min(x).item(), F.max(x).item()
     if lo == hi:
         lo, hi = lo - 1, hi + 1
@@ -485,7 +480,6 @@ def one_hot(self, num_classes=-1):
     _check_cpu("one_hot", self)
     if self._dtype is not _I64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    from pytorchlite.generated import functions as F
     n = _numel(self._shape)
     if num_classes == -1:
         if n == 0:

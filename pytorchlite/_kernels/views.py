@@ -11,7 +11,7 @@ with pytorchlite._argparse.wrap_dim, which raises PyTorch's IndexError.
 """
 
 from pytorchlite._argparse import wrap_dim
-from pytorchlite._tensor import _numel, contiguous_strides, make
+from pytorchlite._core import contiguous_strides, copy_into, make, numel as _numel
 from pytorchlite._views import make_view
 
 
@@ -610,7 +610,6 @@ def _grow_storage(st, nbytes):
     if st._free is None:
         raise RuntimeError("Trying to resize storage that is not resizable")
     from pytorchlite import _dtype as D
-    from pytorchlite._kernels.pointwise import copy_into
     new = type(st).allocate(nbytes, st.device)
     old_n = st.nbytes
     if old_n:

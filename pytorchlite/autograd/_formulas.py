@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-import pytorchlite.generated.functions as _F
-from pytorchlite._tensor import Tensor, contiguous_strides
+from pytorchlite._ops import ops as _F
+from pytorchlite._core import TensorBase as Tensor, broadcast_shapes, contiguous_strides
 from pytorchlite.autograd import _views
 from pytorchlite.autograd.engine import sum_to as _sum_to
 
@@ -482,7 +482,6 @@ def index_select_backward(grad, shape, dim, index):
 
 
 def masked_select_backward(grad, self_shape, mask):
-    from pytorchlite._kernels.pointwise import broadcast_shapes
     shape = broadcast_shapes("masked_select", [tuple(self_shape), tuple(mask.shape)])
     m = mask.expand(shape) if tuple(mask.shape) != shape else mask
     if not shape:

@@ -6,23 +6,22 @@ __all__ = ["linalg_solve_jvp", "cholesky_jvp", "trace_of_solve", "pad_jvp", "eig
            "reduction_jvp", "minmax_jvp", "qr_jvp", "lstsq_jvp",
            "logcumsumexp_jvp", "scatter_jvp", "layer_norm_jvp", "cumprod_jvp"]
 
+from pytorchlite._ops import ops as F  # noqa: E402
+
 
 def pad_jvp(self_t, pad, mode):
     """pad is linear in its input, but a constant fill is not: the tangent pads with zeros."""
-    from pytorchlite.generated import functions as F
     return F.pad(self_t, pad, mode, None)
 
 
 def trace_of_solve(A, A_t):
     """trace(A^-1 A_t) over the batch: the derivative of log|det A| along A_t."""
-    from pytorchlite.generated import functions as F
     return F.linalg_solve(A, A_t).diagonal(0, -2, -1).sum(-1)
 
 
 def linalg_solve_jvp(A, result, A_t, B_t, left):
     """X = A^-1 B (left) or B A^-1: X_t = A^-1 (B_t - A_t X), or (B_t - X A_t) A^-1. A B that
     solve() treats as a (batch of) vector(s) gives a result one dimension short of A."""
-    from pytorchlite.generated import functions as F
     vector = left and result.ndim == A.ndim - 1
     X = result.unsqueeze(-1) if vector else result
     Bt = B_t.unsqueeze(-1) if vector else B_t
@@ -36,7 +35,6 @@ def linalg_solve_jvp(A, result, A_t, B_t, left):
 def cholesky_jvp(A_t, result, upper):
     """A = L L^T: L_t = L phi(L^-1 A_t L^-T), phi keeping the lower triangle with the
     diagonal halved (A_t symmetric, as a tangent of a symmetric matrix is)."""
-    from pytorchlite.generated import functions as F
     L = result.mT if upper else result
     Y = F.linalg_solve(L, A_t)                    # L^-1 A_t
     X = F.linalg_solve(L, Y.mT).mT                # L^-1 A_t L^-T
@@ -49,7 +47,6 @@ def _reciprocal_gaps(values):
     """1 / (v_j - v_i) for i != j and 0 on the diagonal, batched (v: (..., k))."""
     import math
     from pytorchlite import _dtype as D
-    from pytorchlite.generated import functions as F
     gaps = values.unsqueeze(-2) - values.unsqueeze(-1)
     k = values.shape[-1]
     eye = F.eye(k, dtype=D.bool, device=values.device)
@@ -60,7 +57,6 @@ def eigh_jvp(A, A_t, UPLO, compute_v, eigenvalues, eigenvectors):
     """A = V diag(L) V^T, read from one triangle of A: with the tangent of the matrix eigh
     actually sees (that triangle mirrored) and D = V^T A_t V, L_t = diag(D) and
     V_t = V (D / (L_j - L_i)) off the diagonal. Distinct eigenvalues assumed, as in PyTorch."""
-    from pytorchlite.generated import functions as F
     if UPLO.upper() == "U":
         At = A_t.triu() + A_t.triu(1).mT
     else:
@@ -78,7 +74,6 @@ def svd_jvp(A, A_t, full_matrices, compute_uv, U, S, Vh):
     U^T U_t = F o (P S + S P^T) and V^T V_t = F o (S P + P^T S), F_ij = 1 / (s_j^2 - s_i^2),
     plus the parts outside the span of U (m > k) or V (n > k). Distinct nonzero singular
     values assumed, as in PyTorch."""
-    from pytorchlite.generated import functions as F
     m, n = A.shape[-2], A.shape[-1]
     if compute_uv and full_matrices and m != n:
         raise NotImplementedError("forward AD of linalg.svd with full_matrices=True is not supported for "
@@ -117,7 +112,6 @@ def minmax_jvp(self, self_t, dim, dim_t, keepdim, values, indices):
     share), one dim (the tangent at the returned index) and the elementwise form with
     another tensor `dim` (the chosen side's tangent; the mean of both at ties)."""
     from pytorchlite.autograd import _formulas as H
-    from pytorchlite.generated import functions as F
     if isinstance(dim, type(self)):
         picked = F.where(self == values, self_t, dim_t)
         return (F.where(self == dim, (self_t + dim_t) * 0.5, picked), None)
@@ -135,7 +129,6 @@ def minmax_jvp(self, self_t, dim, dim_t, keepdim, values, indices):
 def _qr_square_jvp(A_t, Q, R):
     """A = QR with square R: B = Q^T A_t R^-1 splits into the skew Q^T Q_t (from its strict
     lower triangle) and the upper triangular R_t R^-1."""
-    from pytorchlite.generated import functions as F
     X = F.linalg_solve_triangular(R, A_t, upper=True, left=False)        # A_t R^-1
     B = Q.mT.matmul(X)
     L = B.tril(-1)
@@ -148,7 +141,6 @@ def qr_jvp(A, A_t, mode, Q, R):
     """Tangents of (Q, R) for mode 'reduced' (or 'complete' where it is the same: m <= n).
     Tall A: the formula above with the reduced factors. Wide A = Q [R1 R2]: R1 from the
     square part, R2_t = Q_t^T A2 + Q^T A2_t."""
-    from pytorchlite.generated import functions as F
     m, n = A.shape[-2], A.shape[-1]
     if mode == "r" or (mode == "complete" and m > n):
         raise NotImplementedError(f"forward AD of linalg.qr is not supported with mode='{mode}' for this shape "
@@ -166,7 +158,6 @@ def lstsq_jvp(A, B, A_t, B_t, X):
     X_t = (A^T A)^-1 (A_t^T (B - AX) + A^T (B_t - A_t X)). m < n (minimum norm):
     X = A^T Y with Y = (A A^T)^-1 B, Y_t = (A A^T)^-1 (B_t - A_t X - A A_t^T Y),
     X_t = A_t^T Y + A^T Y_t. A B one dimension short of A is a (batch of) vector(s)."""
-    from pytorchlite.generated import functions as F
     vector = B.ndim == A.ndim - 1
     b, b_t, x = (B.unsqueeze(-1), B_t.unsqueeze(-1), X.unsqueeze(-1)) if vector else (B, B_t, X)
     m, n = A.shape[-2], A.shape[-1]
@@ -193,7 +184,6 @@ def logcumsumexp_jvp(self, self_t, dim, result):
 
 def scatter_jvp(self_t, dim, index, src_t, reduce):
     """scatter is linear in (self, src) when it assigns or adds; multiply is not."""
-    from pytorchlite.generated import functions as F
     if reduce is None:
         return F.scatter(self_t, dim, index, src_t)
     if reduce == "add":

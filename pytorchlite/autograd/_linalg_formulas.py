@@ -8,7 +8,7 @@ for svd and eigh hold when the singular values / eigenvalues are distinct, and t
 for det, slogdet, solve and lstsq when the matrix has full rank.
 """
 
-import pytorchlite.generated.functions as _F
+from pytorchlite._ops import ops as _F
 
 __all__ = [
     "linalg_det_backward", "linalg_slogdet_backward", "linalg_solve_backward", "cholesky_backward",

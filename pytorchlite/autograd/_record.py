@@ -6,10 +6,11 @@ The bindings reach this module only when grad mode is on and an input requires g
 the no-grad path never touches it.
 """
 
-from pytorchlite._tensor import Tensor
+from pytorchlite._core import TensorBase as Tensor
 from pytorchlite.autograd import anomaly_mode as _anomaly
 from pytorchlite.autograd import _views
-from pytorchlite.autograd.graph import SavedVariable, edge_of, meta
+from pytorchlite.autograd._views import edge_of
+from pytorchlite.autograd.graph import SavedVariable, meta
 
 __all__ = ["nth", "edges", "save", "save_list", "save_output", "save_original", "set_history", "set_history_multi",
            "set_history_list", "check_inplace", "rebase_history", "out_error", "any_requires_grad"]

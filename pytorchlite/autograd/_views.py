@@ -16,9 +16,9 @@ node gives for its `self`.
 """
 
 from pytorchlite._storage import Storage
-from pytorchlite._tensor import make
+from pytorchlite._core import TensorBase as Tensor, contiguous_strides, copy_into, empty as _empty, make
 from pytorchlite.autograd import grad_mode
-from pytorchlite.autograd.graph import Node, edge_of, meta
+from pytorchlite.autograd.graph import Node, grad_accumulator, meta
 
 
 def _span(shape, stride):
@@ -39,7 +39,6 @@ def _alloc(shape, stride, dtype, device, zero):
 
 
 def _copy(dst, src):
-    from pytorchlite._kernels.pointwise import copy_into
     copy_into(dst, src)
 
 
@@ -74,7 +73,6 @@ def strided_view(g, base, view):
         st = _alloc(bshape, bstride, dt, g._device, False)
         _copy(make(st, bshape, bstride, 0, dt, None, None), g)
         src_st, off = st, 0
-    from pytorchlite._kernels.pointwise import _empty
     out = _empty(vshape, dt, g._device)
     if _span(vshape, vstride):
         _copy(out, make(src_st, vshape, vstride, off + voff, dt, None, None))
@@ -344,9 +342,20 @@ _INDEX_NODES = {"select": SelectBackward0, "slice": SliceBackward0, "unsqueeze":
 def record_index(t, v, view_geometry, kind):
     """v = t[index] (a basic index) where t requires grad: v's gradient goes back into
     zeros shaped like t. view_geometry is v's place in a contiguous tensor of t's shape."""
-    from pytorchlite._tensor import contiguous_strides
     from pytorchlite.autograd._record import set_history
     node = _INDEX_NODES.get(kind, AsStridedBackward0)((t._shape, contiguous_strides(t._shape)), view_geometry)
     node._next = (edge_of(t),)
     set_history(v, node)
     return v
+
+
+def edge_of(t):
+    """The graph edge a gradient for tensor t flows into (None if t needs none)."""
+    if not isinstance(t, Tensor) or not t._requires_grad:
+        return None
+    fn = t._grad_fn
+    if t._base is not None:
+        fn = current_grad_fn(t)
+    if fn is None:
+        return (grad_accumulator(t), 0, t._shape, t._dtype)
+    return (fn, t._output_nr, t._shape, t._dtype)

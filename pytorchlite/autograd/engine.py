@@ -19,9 +19,11 @@ As PyTorch's engine does (torch/csrc/autograd/engine.cpp):
 import heapq
 import sys
 
-from pytorchlite._tensor import Tensor, Size
+from pytorchlite import _core
+from pytorchlite._core import Size, TensorBase as Tensor, contiguous_strides, copy_into, make
 from pytorchlite.autograd import anomaly_mode, grad_mode
-from pytorchlite.autograd.graph import AccumulateGrad, GraphRoot, edge_of
+from pytorchlite.autograd._views import edge_of
+from pytorchlite.autograd.graph import AccumulateGrad, GraphRoot
 
 _getrefcount = sys.getrefcount
 heappush, heappop = heapq.heappush, heapq.heappop
@@ -80,9 +82,7 @@ def _dense(t):
 
 def _clone_for(var, g):
     """A copy of g to become var.grad, in var's layout when var is dense."""
-    from pytorchlite._kernels.pointwise import copy_into
     from pytorchlite._storage import Storage
-    from pytorchlite._tensor import make, contiguous_strides
     dt = g._dtype
     if not var.is_contiguous() and _dense(var) and var._shape == g._shape:
         st = Storage.allocate(var.numel() * dt.itemsize, g._device)
@@ -333,7 +333,7 @@ def execute(root_edges, root_grads, keep_graph, create_graph, capture=None, accu
                     continue
                 child = e[0]
                 g = outs[i]
-                if g is not None and (g.__class__ is not Tensor or g._shape != e[2] or g._dtype is not e[3]):
+                if g is not None and (g.__class__ is not _core.Tensor or g._shape != e[2] or g._dtype is not e[3]):
                     g = _validate_one(node, i, g, e)   # reduce / cast (validate_outputs)
                 cbuf = buffers.get(child)
                 if cbuf is None:

@@ -30,7 +30,7 @@ backward graphs, so reverse-over-forward works.
 import weakref
 from collections import namedtuple
 
-from pytorchlite._tensor import Tensor, make
+from pytorchlite._core import TensorBase as Tensor, make
 
 __all__ = ["UnpackedDualTensor", "enter_dual_level", "exit_dual_level", "make_dual", "unpack_dual", "dual_level"]
 

@@ -23,9 +23,10 @@ output)`, works too.
 
 import functools
 
-from pytorchlite._tensor import Tensor, make
+from pytorchlite._core import TensorBase as Tensor, make
 from pytorchlite.autograd import grad_mode
-from pytorchlite.autograd.graph import BACKWARD_TWICE, Node, SavedVariable, edge_of
+from pytorchlite.autograd._views import edge_of
+from pytorchlite.autograd.graph import BACKWARD_TWICE, Node, SavedVariable
 from pytorchlite.autograd import _record
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]

@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from pytorchlite._tensor import Tensor
+from pytorchlite._core import TensorBase as Tensor
 from pytorchlite.autograd import grad_mode
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]

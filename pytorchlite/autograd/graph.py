@@ -15,7 +15,7 @@ points back at the Node that points at it.
 import itertools
 import weakref
 
-from pytorchlite._tensor import Tensor, make
+from pytorchlite._core import make
 
 __all__ = ["Node", "AccumulateGrad", "SavedVariable", "RemovableHandle", "GraphRoot"]
 
@@ -278,18 +278,3 @@ def release(v):
     elif type(v) is list:
         for x in v:
             release(x)
-
-
-def edge_of(t):
-    """The graph edge a gradient for tensor t flows into (None if t needs none)."""
-    if not isinstance(t, Tensor) or not t._requires_grad:
-        return None
-    fn = t._grad_fn
-    if t._base is not None:
-        fn = _views.current_grad_fn(t)
-    if fn is None:
-        return (grad_accumulator(t), 0, t._shape, t._dtype)
-    return (fn, t._output_nr, t._shape, t._dtype)
-
-
-from pytorchlite.autograd import _views  # noqa: E402  (it builds on the classes above)

@@ -15,6 +15,7 @@ memory statistics read 0 until CUDA has been initialised.
     True
 """
 
+from pytorchlite.cuda import _backend  # noqa: F401  (registers CUDA in the device registry)
 from pytorchlite.cuda import _runtime
 from pytorchlite.cuda._allocator import OutOfMemoryError, memory_summary as _summary
 from pytorchlite.cuda._runtime import (  # noqa: F401

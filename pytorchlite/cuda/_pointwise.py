@@ -10,6 +10,7 @@ does not raise (the kernels give 0), and no check reads device memory.
 """
 
 from pytorchlite.cuda import _launch, _runtime
+from pytorchlite._core import TensorBase as Tensor, broadcast_shapes, copy_into, empty as _empty, expand_strides, scalar_pair as _scalar_arg
 
 
 def _ptr(t):
@@ -21,7 +22,6 @@ def _stream(index):
 
 
 def _scalar_pair(v):
-    from pytorchlite._kernels.pointwise import _scalar_arg
     return _scalar_arg(v)
 
 
@@ -39,7 +39,6 @@ def fill(t, value):
 def copy_device(dst, src):
     """dst[...] = src with both on the same CUDA device (src broadcast to dst's shape,
     converted to dst's dtype): one fill_copy kernel."""
-    from pytorchlite._kernels.pointwise import expand_strides
     k = _launch.kernels_for(dst._device.index or 0)
     shape = dst._shape
     sst = list(src._stride) if src._shape == shape else expand_strides(src, shape)
@@ -53,7 +52,6 @@ def copy(dst, src, non_blocking=False):
     """dst[...] = src where one side or both are on a CUDA device. Host <-> device goes
     through a contiguous staging tensor of dst's dtype and shape; device -> host waits for
     the copy unless non_blocking (PyTorch's rule: only pinned memory makes it async)."""
-    from pytorchlite._kernels.pointwise import _empty, copy_into
     if dst._device.type == "cuda" and src._device.type == "cuda":
         if dst._device != src._device:
             # peer copies: through the host (correct, not fast)
@@ -100,7 +98,6 @@ def _cpu():
 
 
 def _scalar_operand(v, dtype, device):
-    from pytorchlite._kernels.pointwise import _empty
     t = _empty((), dtype, device)
     return fill(t, v)
 
@@ -109,8 +106,7 @@ def run_pointwise(op, operands, scalars, out, inplace, common, out_dt, device):
     """The CUDA half of pointwise.run: dtypes are decided (common, out_dt) and checked by
     the caller; here: shapes, casts, the output (as on the CPU: pointwise.prepare_operands),
     and the generated kernel launch."""
-    from pytorchlite._kernels.pointwise import broadcast_shapes, finish_output, prepare_operands
-    from pytorchlite._tensor import Tensor
+    from pytorchlite._kernels.pointwise import finish_output, prepare_operands
     tensors = [x for x in operands if isinstance(x, Tensor)]
     shape = broadcast_shapes(op.name, [t._shape for t in tensors]) if tensors else ()
     if len(shape) > _launch.MAX_DIMS:
@@ -124,7 +120,6 @@ def run_pointwise(op, operands, scalars, out, inplace, common, out_dt, device):
 
 def launch_pointwise(op_name, dtype_code, dest, ins, shape, scalar_pairs):
     """Launch ptl_cu_<op>_<dtype>_{c32,s32,s64} for dest = op(ins) over `shape`."""
-    from pytorchlite._kernels.pointwise import expand_strides
     k = _launch.kernels_for(dest._device.index or 0)
     operands = [(dest._dtype.itemsize, list(dest._stride))]
     ptrs = [_ptr(dest)]

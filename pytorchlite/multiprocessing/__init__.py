@@ -24,6 +24,7 @@ implemented: a process that sends a tensor must still be alive when the receiver
 import multiprocessing
 from multiprocessing import *  # noqa: F401,F403  (the standard API, unchanged)
 
+from pytorchlite.multiprocessing import _shared_storage  # noqa: F401  (registers shared-memory storage)
 from pytorchlite.multiprocessing.reductions import init_reductions
 from pytorchlite.multiprocessing.spawn import (  # noqa: F401
     ProcessContext, ProcessException, ProcessExitedException, ProcessRaisedException, spawn,

@@ -14,6 +14,9 @@ import os
 import threading
 import weakref
 
+from pytorchlite import _backends
+from pytorchlite import _dtype as D
+from pytorchlite._core import copy_into, make
 from pytorchlite._device import CPU
 from pytorchlite._storage import Storage
 from pytorchlite.multiprocessing import _segment
@@ -41,9 +44,6 @@ def share_(st):
         seg = _segment.new_unnamed(max(st.nbytes, 1))
         new = Storage(seg.ptr, st.nbytes, CPU, owner=seg)
         if st.nbytes:
-            from pytorchlite import _dtype as D
-            from pytorchlite._kernels.pointwise import copy_into
-            from pytorchlite._tensor import make
             copy_into(make(new, (st.nbytes,), (1,), 0, D.uint8), make(st, (st.nbytes,), (1,), 0, D.uint8))
         # `new` leaves holding the old memory, which it frees as it goes
         st._swap_memory(new)
@@ -76,3 +76,16 @@ def from_fd(fd, nbytes, key):
         st = Storage(seg.ptr, nbytes, CPU, owner=seg)
         _by_key[key] = st
         return st
+
+
+class SharedMemoryProvider(_backends.SharedMemory):
+    """Plugs these segments into CPU storages (Storage.share_memory_ / is_shared)."""
+
+    def share(self, storage):
+        share_(storage)
+
+    def is_shared(self, storage):
+        return type(storage._owner) is _segment.Segment
+
+
+_backends.register_shared_memory(SharedMemoryProvider())

@@ -1,5 +1,6 @@
 """nn.Parameter: a Tensor that a Module registers as one of its parameters."""
 
+from pytorchlite._core import TensorBase
 from pytorchlite._tensor import Tensor
 
 
@@ -22,7 +23,7 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
         p = object.__new__(cls)
-        for slot in Tensor.__slots__:
+        for slot in TensorBase.__slots__:
             if slot != "__weakref__":
                 setattr(p, slot, getattr(data, slot))
         # a parameter is a leaf sharing the data's memory, never its history

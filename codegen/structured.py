@@ -1,0 +1,329 @@
+"""Structured kernels: ops.yaml `structured:` -> generated/structured.py.
+
+    - func: _softmax(Tensor self, int dim, bool half_to_float) -> Tensor
+      structured:
+        meta: pytorchlite._kernels.nn.softmax_meta
+        precomputed: [outer, n, inner]
+        cpu: ptl_softmax_forward(dtype=self.dtype, x=self, y=result, outer=outer, n=n, inner=inner, is_log=0)
+
+`meta` names the hand-written function that holds PyTorch's rules (checks, output shapes
+and dtypes, precomputed values; pytorchlite/_structured.py: Meta). Each device key gives
+the C call as a call expression whose keywords are the C prototype's parameter names
+(positional arguments bind in order). A value is a tensor argument or an output (passed
+as a descriptor to a `ptl_tensor *` parameter, as a contiguous address to `intptr_t`, as
+a typed pointer to `int64_t *` and the like), `X.dtype` (the dtype code of a tensor), a
+scalar argument of the schema, a precomputed name, a number, or `null`.
+
+At generation time every call is checked against its prototype, read from
+kernels/cdefs.h: the function exists and returns a status (`int`), every parameter is
+bound exactly once, and each value fits the parameter's C type. The generated impl
+allocates the outputs, prepares the operands, makes the call, checks the status naming
+the operator, and returns the outputs (a named tuple for named returns).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass
+
+DEVICES = ("cpu",)
+_POINTER = re.compile(r"^(const\s+)?(int64_t|int32_t|double|float|uint8_t|void|int)\s*\*$")
+_SCALAR_INT = ("int", "int32_t", "int64_t", "uint64_t", "uint32_t", "intptr_t")
+_SCALAR_FLOAT = ("double", "float")
+
+
+class StructuredError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Param:
+    ctype: str
+    name: str
+
+    @property
+    def kind(self):
+        t = self.ctype.replace("const ", "").strip()
+        if t == "ptl_tensor *":
+            return "descriptor"
+        if t == "intptr_t":
+            return "address"
+        if _POINTER.match(self.ctype):
+            return "pointer"
+        if t in _SCALAR_INT:
+            return "int"
+        if t in _SCALAR_FLOAT:
+            return "float"
+        return "other"
+
+
+@dataclass(frozen=True)
+class Prototype:
+    ret: str
+    name: str
+    params: tuple
+
+
+def parse_prototypes(text):
+    """{name: Prototype} of the `ptl_*` functions declared in a C header."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    out = {}
+    for decl in text.split(";"):
+        decl = " ".join(decl.split())
+        m = re.match(r"^([\w\s\*]+?)\s*\b(ptl_\w+)\s*\((.*)\)$", decl)
+        if not m:
+            continue
+        params = []
+        body = m.group(3).strip()
+        if body and body != "void":
+            for p in body.split(","):
+                p = p.strip()
+                pm = re.match(r"^(.*?)(\w+)$", p)
+                ctype = re.sub(r"\s*\*\s*", " *", pm.group(1).strip()).strip()
+                params.append(Param(ctype, pm.group(2)))
+        out[m.group(2)] = Prototype(m.group(1).strip(), m.group(2), tuple(params))
+    return out
+
+
+def load_prototypes(root):
+    with open(os.path.join(root, "kernels", "cdefs.h"), encoding="utf-8") as f:
+        return parse_prototypes(f.read())
+
+
+@dataclass(frozen=True)
+class Binding:
+    param: Param
+    source: str          # the value expression as written
+    kind: str            # tensor | dtype | scalar | literal | null | numel
+    name: str = ""       # the tensor / scalar / precomputed name
+    value: object = None
+
+
+@dataclass(frozen=True)
+class Call:
+    device: str
+    function: str
+    bindings: tuple
+
+
+@dataclass(frozen=True)
+class Structured:
+    meta: str
+    precomputed: tuple
+    calls: tuple
+
+
+def parse(raw, schema, fail):
+    """The `structured:` block of one entry (without the prototype check)."""
+    if not isinstance(raw, dict):
+        raise fail("'structured' must be a mapping with 'meta' and a C call per device")
+    raw = {k: v for k, v in raw.items() if k != "__line__"}
+    meta = raw.pop("meta", None)
+    if not isinstance(meta, str) or "." not in meta:
+        raise fail("'structured' needs 'meta: module.function' (PyTorch's checks and the output shapes)")
+    pre = raw.pop("precomputed", [])
+    if isinstance(pre, str):
+        pre = [p.strip() for p in pre.split(",") if p.strip()]
+    if not isinstance(pre, list) or not all(isinstance(p, str) and p.isidentifier() for p in pre):
+        raise fail("'precomputed' must list the names of values the meta function computes")
+    calls = []
+    for dev in sorted(raw):
+        if dev not in DEVICES:
+            raise fail(f"structured: unknown key '{dev}' (known: meta, precomputed, {', '.join(DEVICES)})")
+        src = raw[dev]
+        if not isinstance(src, str):
+            raise fail(f"structured: {dev} must be a C call such as ptl_f(x=self, y=result)")
+        calls.append((dev, src))
+    if not calls:
+        raise fail("'structured' names no device's C call")
+    return meta, tuple(pre), tuple(calls)
+
+
+def _outputs(schema):
+    rets = schema.returns
+    if len(rets) == 1 and not rets[0].name:
+        return ["result"]
+    return [r.name or f"result{i}" for i, r in enumerate(rets)]
+
+
+def check_call(op_where, schema, precomputed, device, src, protos):
+    """Parse and check one device's call against its C prototype -> Call."""
+    def fail(msg):
+        from .model import CodegenError
+        return CodegenError(f"{op_where}: structured {device}: {msg}")
+
+    try:
+        tree = ast.parse(src.strip(), mode="eval").body
+    except SyntaxError as e:
+        raise fail(f"not a call expression: {e.msg}: {src!r}") from None
+    if not isinstance(tree, ast.Call) or not isinstance(tree.func, ast.Name):
+        raise fail(f"expected a call of a C function, like ptl_f(x=self), got {src!r}")
+    fname = tree.func.id
+    proto = protos.get(fname)
+    if proto is None:
+        import difflib
+        hint = difflib.get_close_matches(fname, list(protos), n=1)
+        raise fail(f"no C prototype '{fname}' in kernels/cdefs.h" + (f" (did you mean '{hint[0]}'?)" if hint else ""))
+    if proto.ret != "int":
+        raise fail(f"{fname} returns {proto.ret}, not an int status")
+    tensors = {a.name for a in schema.arguments if a.type.is_tensor and not a.type.is_list}
+    scalars = {a.name: a for a in schema.arguments if not a.type.is_tensor}
+    outputs = set(_outputs(schema))
+    given = {}
+    if len(tree.args) > len(proto.params):
+        raise fail(f"{fname} takes {len(proto.params)} arguments, {len(tree.args)} given")
+    for p, a in zip(proto.params, tree.args):
+        given[p.name] = a
+    by_name = {p.name: p for p in proto.params}
+    for kw in tree.keywords:
+        if kw.arg is None or kw.arg not in by_name:
+            raise fail(f"{fname} has no parameter '{kw.arg}' (its parameters: "
+                       f"{', '.join(p.name for p in proto.params)})")
+        if kw.arg in given:
+            raise fail(f"parameter '{kw.arg}' of {fname} is bound twice")
+        given[kw.arg] = kw.value
+    missing = [f"{p.ctype} {p.name}" for p in proto.params if p.name not in given]
+    if missing:
+        raise fail(f"{fname}: parameter {', '.join(missing)} is not bound")
+    bindings = []
+    for p in proto.params:
+        node = given[p.name]
+        text = ast.unparse(node)
+        b = _binding(p, node, text, tensors | outputs, scalars, set(precomputed), fail)
+        bindings.append(b)
+    return Call(device, fname, tuple(bindings))
+
+
+def _binding(p, node, text, tensors, scalars, precomputed, fail):
+    kind = p.kind
+    where = f"parameter '{p.ctype} {p.name}' <- {text}"
+    if isinstance(node, ast.Name) and node.id == "null":
+        if kind not in ("descriptor", "pointer", "address"):
+            raise fail(f"{where}: null needs a pointer parameter")
+        return Binding(p, text, "null")
+    if isinstance(node, ast.Name) and node.id in tensors:
+        if kind not in ("descriptor", "address", "pointer"):
+            raise fail(f"{where}: a tensor needs a ptl_tensor *, intptr_t or pointer parameter")
+        return Binding(p, text, "tensor", node.id)
+    if isinstance(node, ast.Attribute) and node.attr == "dtype" and isinstance(node.value, ast.Name):
+        if node.value.id not in tensors:
+            raise fail(f"{where}: '{node.value.id}' is not a tensor argument or output")
+        if kind != "int":
+            raise fail(f"{where}: a dtype code needs an integer parameter")
+        return Binding(p, text, "dtype", node.value.id)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "numel" and \
+            len(node.args) == 1 and isinstance(node.args[0], ast.Name) and node.args[0].id in tensors:
+        if kind != "int":
+            raise fail(f"{where}: numel() needs an integer parameter")
+        return Binding(p, text, "numel", node.args[0].id)
+    if isinstance(node, ast.Name) and node.id in scalars:
+        arg = scalars[node.id]
+        base = arg.type.base
+        ok = {"int": ("int",), "SymInt": ("int",), "bool": ("int",), "float": ("float",),
+              "Scalar": ("float", "int")}.get(base, ())
+        if arg.type.is_list or arg.type.optional and base != "bool" or kind not in ok:
+            raise fail(f"{where}: the schema's {arg.type} '{arg.name}' does not fit {p.ctype}")
+        return Binding(p, text, "scalar", node.id)
+    if isinstance(node, ast.Name) and node.id in precomputed:
+        if kind == "descriptor":
+            raise fail(f"{where}: a precomputed value cannot be a descriptor")
+        return Binding(p, text, "precomputed", node.id)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and \
+            not isinstance(node.value, bool) or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+                                                 and isinstance(node.operand, ast.Constant)):
+        value = ast.literal_eval(node)
+        if kind == "int" and not isinstance(value, int) or kind not in ("int", "float"):
+            raise fail(f"{where}: the number {value!r} does not fit {p.ctype}")
+        return Binding(p, text, "literal", value=value)
+    if isinstance(node, ast.Name):
+        raise fail(f"{where}: '{node.id}' is not an argument, an output or a precomputed value")
+    raise fail(f"{where}: unsupported value (use an argument, an output, X.dtype, numel(X), a precomputed "
+               "name, a number or null)")
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+class StructuredView:
+    """What generated/structured.py needs of one structured operator."""
+
+    def __init__(self, op, call):
+        schema = op.schema
+        self.name = op.name
+        self.device = call.device
+        self.entry = f"{op.name}__{call.device}"
+        self.meta_module, _, self.meta_function = op.structured.meta.rpartition(".")
+        self.params = [a.name for a in schema.arguments if a not in schema.out_arguments]
+        self.tensor_args = [a.name for a in schema.arguments
+                            if a.type.is_tensor and not a.type.is_list and a not in schema.out_arguments]
+        self.outputs = _outputs(schema)
+        self.named_returns = all(r.name for r in schema.returns) and len(schema.returns) > 1
+        factory = not self.tensor_args and any(a.name == "device" for a in schema.arguments)
+        if self.tensor_args:
+            first = next(a for a in schema.arguments if a.name == self.tensor_args[0])
+            self.device_expr = (f"{_v(first.name)}._device" if not first.type.optional else
+                                " or ".join(f"({_v(t)}._device if {_v(t)} is not None else None)"
+                                            for t in self.tensor_args))
+        elif factory:
+            self.device_expr = "_a.factory_device(device)"
+        else:
+            self.device_expr = "_CPU"
+        self.function = call.function
+        uses = {}
+        for b in call.bindings:
+            if b.kind == "tensor":
+                uses.setdefault(b.name, set()).add(b.param.kind)
+        # an input bound to an address parameter is read contiguous
+        self.inputs = [(t, "address" in uses.get(t, ())) for t in self.tensor_args if t in uses]
+        self.ndesc = sum(1 for b in call.bindings if b.kind == "tensor" and b.param.kind == "descriptor")
+        self.args = []
+        k = 0
+        for b in call.bindings:
+            self.args.append(self._arg(b, k))
+            if b.kind == "tensor" and b.param.kind == "descriptor":
+                k += 1
+
+    def _arg(self, b, k):
+        p = b.param
+        if b.kind == "null":
+            return "0" if p.kind == "address" else "_NULL"
+        if b.kind == "literal":
+            return repr(b.value)
+        if b.kind == "scalar":
+            return f"{'int' if p.kind == 'int' else 'float'}({_v(b.name)})"
+        if b.kind == "precomputed":
+            return f"_m.values[{b.name!r}]"
+        var = _t(b.name, self.outputs)
+        if b.kind == "dtype":
+            return f"{var}._dtype.code"
+        if b.kind == "numel":
+            return f"_S.size({var})"
+        if p.kind == "descriptor":
+            spec = f", _m.outputs[{self.outputs.index(b.name)}]" if b.name in self.outputs else ""
+            return f"_S.describe(_descs, {k}, {var}{spec})"
+        if p.kind == "address":
+            return f"_S.address({var})"
+        return f"_S.pointer({var}, {p.ctype.replace('const ', '')!r})"
+
+
+def _v(name):
+    return name + "_" if name in ("from", "in", "is", "lambda", "global", "class", "def", "return", "import") else name
+
+
+def _t(name, outputs):
+    return f"_o_{name}" if name in outputs else f"_i_{name}"
+
+
+def views(ops, root):
+    """Check every structured call against kernels/cdefs.h; the views to render."""
+    protos = load_prototypes(root)
+    out = []
+    for op in ops:
+        if op.structured is None:
+            continue
+        for dev, src in op.structured.calls:
+            call = check_call(op.where, op.schema, op.structured.precomputed, dev, src, protos)
+            out.append(StructuredView(op, call))
+    return out

@@ -1,0 +1,128 @@
+"""The device registry: what core code may know of a device type.
+
+Core modules (storage, copies, factories, the pointwise runtime, the dispatch table,
+interop) never import a backend package. A backend registers a `Backend` object here for
+its device type, and core code asks `get(device_type)` for the hook it needs: allocation,
+copies between devices, the runner of generated pointwise kernels, stream bookkeeping,
+and the resolution of the kernel entries that ops.yaml names for that device. This is the
+role of PyTorch's dispatch keys and of tinygrad's `Device[...]`.
+
+The CPU backend is core and registered below. `pytorchlite.cuda` registers the CUDA
+backend when it is imported (the package facade imports it), and
+`pytorchlite.multiprocessing` plugs its shared-memory storage into the CPU backend the
+same way (`register_shared_memory`).
+
+    >>> from pytorchlite import _backends
+    >>> _backends.get("cpu").type
+    'cpu'
+"""
+
+import importlib
+
+_REGISTRY = {}
+
+
+class Backend:
+    """The hooks of one device type. A backend overrides what it provides; the defaults
+    raise errors that name the device type and the missing capability."""
+
+    type = None
+
+    def lazy_init(self):
+        """Make the device usable, or raise a RuntimeError that says why it is not."""
+
+    def is_available(self):
+        return True
+
+    def allocate(self, nbytes, device):
+        """A Storage of `nbytes` on `device`."""
+        raise self._missing("memory allocation")
+
+    def copy(self, dst, src, non_blocking=False):
+        """dst[...] = src (src broadcast to dst's shape, converted to dst's dtype) where
+        dst or src lives on this device type; the other side may be on the CPU."""
+        raise self._missing("copies")
+
+    def pointwise(self, op, entry, operands, scalars, out, inplace, common, out_dt, device):
+        """Run the generated pointwise kernel `entry` (ops.yaml's entry for this device)
+        of `op` once dtypes are decided: the general path of pytorchlite/_pointwise.py."""
+        raise self._missing("pointwise kernels")
+
+    def record_stream(self, tensor, stream):
+        raise RuntimeError(f"record_stream() is not supported for {self.type} tensors")
+
+    def dlpack_sync(self, tensor, stream):
+        """Order a DLPack consumer's `stream` after the work queued on `tensor`."""
+
+    def dlpack_device_type(self):
+        """This device type's DLPack code (kDLCPU = 1, kDLCUDA = 2, ...)."""
+        raise self._missing("DLPack export")
+
+    def pinned_memory_available(self):
+        return False
+
+    def resolve(self, target):
+        """The callable a dotted `module.function` entry of ops.yaml names."""
+        module, _, attr = target.rpartition(".")
+        return getattr(importlib.import_module(module), attr)
+
+    def _missing(self, what):
+        return NotImplementedError(f"the {self.type} backend does not provide {what}")
+
+
+class SharedMemory:
+    """What pytorchlite.multiprocessing provides to CPU storages: moving a storage to
+    shared memory in place, and telling whether it is there."""
+
+    def share(self, storage):
+        raise NotImplementedError
+
+    def is_shared(self, storage):
+        return False
+
+
+class _NoSharedMemory(SharedMemory):
+    def share(self, storage):
+        raise RuntimeError("share_memory_(): shared memory needs pytorchlite.multiprocessing, which is not loaded")
+
+
+_shared_memory = _NoSharedMemory()
+
+
+def register(backend):
+    """Register `backend` for its device type (replacing an earlier registration, so a
+    test can install a fake backend and restore the real one)."""
+    if not isinstance(backend, Backend) or not isinstance(backend.type, str):
+        raise TypeError(f"register(): expected a Backend with a device type, got {backend!r}")
+    previous = _REGISTRY.get(backend.type)
+    _REGISTRY[backend.type] = backend
+    return previous
+
+
+def unregister(device_type):
+    return _REGISTRY.pop(device_type, None)
+
+
+def get(device_type):
+    """The backend of a device type; a device type nobody registered is an error that
+    says so (PyTorch: "Could not run ... with arguments from the 'X' backend")."""
+    b = _REGISTRY.get(device_type)
+    if b is None:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise RuntimeError(f"no backend is registered for device type '{device_type}' (registered: {known})")
+    return b
+
+
+def registered():
+    return tuple(sorted(_REGISTRY))
+
+
+def register_shared_memory(provider):
+    global _shared_memory
+    if not isinstance(provider, SharedMemory):
+        raise TypeError(f"register_shared_memory(): expected a SharedMemory, got {provider!r}")
+    _shared_memory = provider
+
+
+def shared_memory():
+    return _shared_memory

@@ -1,0 +1,146 @@
+"""The runtime of structured kernels (ops.yaml `structured:`; codegen/structured.py).
+
+A structured operator is written in two parts, as torchgen's `structured: True` is:
+
+* **meta** (hand-written, in pytorchlite/_kernels/): PyTorch's checks and the rules that
+  decide the outputs. It returns a `Meta`: each output's shape and dtype, optionally the
+  dtype the kernel computes in (float16 and bfloat16 widen to float32) and values the
+  kernel call needs (`precomputed:`, e.g. the outer/inner sizes of a softmax row).
+* **impl** (generated, generated/structured.py): allocation of the outputs (or writing
+  into `out=` when it fits), the operands as the C prototype takes them (a descriptor for
+  `const ptl_tensor *`, a contiguous address for `intptr_t`), the C call, the status
+  check that names the operator, and the cast of a widened result back to its dtype.
+
+The helpers below are what the generated impls call.
+"""
+
+from pytorchlite._C import check, ffi, lib
+from pytorchlite._core import (
+    TensorBase, addr, contiguous_strides, copy_into, empty, make, numel, to_dtype,
+)
+
+_new = ffi.new
+_set_desc = lib.ptl_set_desc
+_NULL = ffi.NULL
+_cast = ffi.cast
+
+
+class Meta:
+    """What a meta function decides: the outputs, in schema order, each `(shape, dtype)`
+    or `(shape, dtype, kernel_shape)` (the kernel writes the output viewed at
+    kernel_shape, e.g. with the reduced dim kept, and the operator returns it at shape);
+    `compute`, the dtype the kernel reads and writes when it differs from the inputs' (the
+    result is cast back to each output's dtype); `inputs`, replacements for tensor
+    arguments (name -> tensor, e.g. a flattened view); and the precomputed values the C
+    call binds by name."""
+
+    __slots__ = ("outputs", "compute", "inputs", "values")
+
+    def __init__(self, *outputs, compute=None, inputs=None, **values):
+        self.outputs = outputs
+        self.compute = compute
+        self.inputs = inputs
+        self.values = values
+
+    def __getattr__(self, name):
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(f"meta result has no precomputed value '{name}'") from None
+
+
+class Done:
+    """A meta function's finished answer for inputs where no kernel needs to run (empty
+    inputs, a 0-d special case): the generated impl returns `result` as it is."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result):
+        self.result = result
+
+
+def operand(t, compute, contiguous):
+    """A tensor argument as the kernel reads it: in the compute dtype, and contiguous when
+    the C prototype takes its address (intptr_t) rather than a descriptor."""
+    if t is None:
+        return None
+    if compute is not None and t._dtype is not compute and t._dtype.is_floating_point:
+        t = to_dtype(t, compute)
+    if contiguous and not (t._contig or t.is_contiguous()):
+        c = empty(t._shape, t._dtype, t._device)
+        copy_into(c, t)
+        t = c
+    return t
+
+
+def output(spec, device, compute):
+    """A new contiguous output for `spec` = (shape, dtype[, kernel_shape]), in the compute
+    dtype when there is one; None for an output the meta function left out (None)."""
+    if spec is None:
+        return None
+    shape, dtype = spec[0], spec[1]
+    if compute is not None and dtype.is_floating_point:
+        dtype = compute
+    return empty(tuple(spec[2]) if len(spec) > 2 else tuple(shape), dtype, device)
+
+
+def fits(out, spec, device, compute, inputs):
+    """Whether an `out=` tensor can take the kernel's writes directly: exactly the output's
+    shape and dtype, contiguous, on the device, no widening, no separate kernel view, and
+    sharing no memory with an input. Otherwise the binding copies the result in (with
+    PyTorch's resize and cast rules)."""
+    shape, dtype = spec[0], spec[1]
+    if not (isinstance(out, TensorBase) and out._shape == tuple(shape) and out._dtype is dtype
+            and out._device == device and (compute is None or compute is dtype) and len(spec) == 2
+            and (out._contig or out.is_contiguous()) and not out._requires_grad):
+        return False
+    st = out._storage
+    return all(t is None or t._storage is not st for t in inputs)
+
+
+def finish(t, spec):
+    """The operator's result from the kernel's output `t`: at the output's shape, in its
+    dtype."""
+    if t is None:
+        return None
+    shape, dtype = tuple(spec[0]), spec[1]
+    if t._shape != shape:
+        t = make(t._storage, shape, contiguous_strides(shape), t._offset, t._dtype, t._vc, True)
+    if t._dtype is not dtype:
+        t = to_dtype(t, dtype)
+    return t
+
+
+def descriptors(n):
+    """A ptl_tensor[n] array for the descriptor parameters of one call."""
+    return _new("ptl_tensor[]", n)
+
+
+def describe(descs, k, t, spec=None):
+    """Fill descriptor k with tensor t (an output is viewed at its kernel shape when its
+    spec has one); NULL for an absent tensor."""
+    if t is None:
+        return _NULL
+    if spec is not None and len(spec) > 2:
+        shape = tuple(spec[2])
+        stride = contiguous_strides(shape)
+    else:
+        shape, stride = t._shape, t._stride
+    status = _set_desc(descs, k, addr(t), t._dtype.code, len(shape), shape, stride)
+    if status:
+        check(status, "descriptor")
+    return descs + k
+
+
+def pointer(t, ctype):
+    """t's first element as a typed C pointer (int64_t *, double *, ...)."""
+    return _NULL if t is None else _cast(ctype, addr(t))
+
+
+def address(t):
+    return 0 if t is None else addr(t)
+
+
+def size(t):
+    return numel(t._shape)
+

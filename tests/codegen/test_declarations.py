@@ -1,0 +1,227 @@
+"""Codegen of the declarations beyond the schema: structured kernels (the C call checked
+against its prototype), Tensor's Python operators (`operators:`) and the pointwise rules
+(`check:`, `kernel_name:`, `dtype_errors:`, `out_dtype_error:`, `all_numbers:`)."""
+
+import textwrap
+
+import pytest
+
+from codegen import structured
+from codegen.gen import ROOT
+from codegen.model import CodegenError, load_ops
+from codegen.operators import resolve
+
+CDEFS = """
+/* a comment; int ptl_commented(int x); */
+int ptl_rows(int dtype, intptr_t x, intptr_t y, int64_t outer, int64_t n,
+             int64_t inner, int flag);
+int ptl_desc(const ptl_tensor *in, ptl_tensor *out, double scale, int64_t *count);
+void ptl_nothing(int x);
+"""
+
+
+def _load(tmp_path, text):
+    p = tmp_path / "ops.yaml"
+    p.write_text(textwrap.dedent(text))
+    return load_ops(str(p))
+
+
+def _views(tmp_path, text):
+    (tmp_path / "kernels").mkdir(exist_ok=True)
+    (tmp_path / "kernels" / "cdefs.h").write_text(CDEFS)
+    return structured.views(_load(tmp_path, text), str(tmp_path))
+
+
+def _error(fn, *args):
+    with pytest.raises(CodegenError) as e:
+        fn(*args)
+    return str(e.value)
+
+
+# --- C prototypes ------------------------------------------------------------------------------
+
+def test_prototypes_are_parsed_without_comments():
+    protos = structured.parse_prototypes(CDEFS)
+    assert sorted(protos) == ["ptl_desc", "ptl_nothing", "ptl_rows"]
+    rows = protos["ptl_rows"]
+    assert rows.ret == "int" and [p.name for p in rows.params] == ["dtype", "x", "y", "outer", "n", "inner", "flag"]
+    kinds = [p.kind for p in protos["ptl_desc"].params]
+    assert kinds == ["descriptor", "descriptor", "float", "pointer"]
+
+
+def test_every_declared_call_matches_the_real_prototypes():
+    """The structured entries of ops.yaml check out against kernels/cdefs.h."""
+    ops = load_ops(f"{ROOT}/ops.yaml")
+    views = structured.views(ops, ROOT)
+    assert {v.name for v in views} >= {"_softmax", "_log_softmax"}
+
+
+# --- structured calls ----------------------------------------------------------------------------
+
+GOOD = """
+    - func: rows(Tensor self, int dim) -> Tensor
+      structured:
+        meta: m.rows_meta
+        precomputed: [outer, n, inner]
+        cpu: ptl_rows(dtype=self.dtype, x=self, y=result, outer=outer, n=n, inner=inner, flag=dim)
+"""
+
+
+def test_a_good_call_binds_every_parameter(tmp_path):
+    (v,) = _views(tmp_path, GOOD)
+    assert v.entry == "rows__cpu" and v.function == "ptl_rows"
+    assert v.inputs == [("self", True)]          # an intptr_t operand is read contiguous
+    assert v.args[0] == "_i_self._dtype.code" and v.args[-1] == "int(dim)"
+
+
+@pytest.mark.parametrize("call, message", [
+    ("ptl_rowz(x=self)", "no C prototype 'ptl_rowz' in kernels/cdefs.h (did you mean 'ptl_rows'?)"),
+    ("ptl_nothing(x=dim)", "ptl_nothing returns void, not an int status"),
+    ("ptl_rows(dtype=self.dtype, x=self, y=result, outer=outer, n=n, inner=inner)",
+     "parameter int flag is not bound"),
+    ("ptl_rows(self.dtype, self, result, outer, n, inner, 0, dtype=1)", "bound twice"),
+    ("ptl_rows(dtype=self.dtype, x=self, y=result, outer=outer, n=n, inner=inner, flag=0, extra=1)",
+     "ptl_rows has no parameter 'extra'"),
+    ("ptl_rows(dtype=self, x=self, y=result, outer=outer, n=n, inner=inner, flag=0)",
+     "parameter 'int dtype' <- self: a tensor needs"),
+    ("ptl_rows(dtype=self.dtype, x=dim, y=result, outer=outer, n=n, inner=inner, flag=0)",
+     "the schema's int 'dim' does not fit intptr_t"),
+    ("ptl_rows(dtype=self.dtype, x=self, y=result, outer=outre, n=n, inner=inner, flag=0)",
+     "'outre' is not an argument, an output or a precomputed value"),
+    ("ptl_rows(dtype=self.dtype, x=self, y=result, outer=outer, n=n, inner=inner, flag=1.5)",
+     "the number 1.5 does not fit int"),
+    ("self + 1", "expected a call of a C function"),
+])
+def test_call_errors_name_the_entry(tmp_path, call, message):
+    text = GOOD.replace("ptl_rows(dtype=self.dtype, x=self, y=result, outer=outer, n=n, inner=inner, flag=dim)", call)
+    msg = _error(_views, tmp_path, text)
+    assert msg.startswith("ops.yaml:2: rows(Tensor self, int dim) -> Tensor: structured cpu: "), msg
+    assert message in msg, msg
+
+
+def test_structured_block_errors(tmp_path):
+    assert "needs 'meta: module.function'" in _error(_load, tmp_path, """
+        - func: rows(Tensor self) -> Tensor
+          structured: {cpu: "ptl_rows()"}
+    """)
+    assert "unknown key 'gpu'" in _error(_load, tmp_path, """
+        - func: rows(Tensor self) -> Tensor
+          structured: {meta: m.f, gpu: "ptl_rows()"}
+    """)
+    assert "give exactly one of" in _error(_load, tmp_path, """
+        - func: rows(Tensor self) -> Tensor
+          kernel: {cpu: a.b}
+          structured: {meta: m.f, cpu: "ptl_rows()"}
+    """)
+
+
+def test_structured_entry_dispatches_to_the_generated_impl(tmp_path):
+    (op,) = _load(tmp_path, GOOD)
+    assert op.kind == "kernel" and op.kernels == (("cpu", "pytorchlite.generated.structured.rows__cpu"),)
+
+
+# --- Python operators -------------------------------------------------------------------------
+
+def test_operators_and_their_fast_paths(tmp_path):
+    ops = _load(tmp_path, """
+        - func: add(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor
+          pointwise: self + alpha * other
+          operators: {__add__: self, __radd__: self, __iadd__: inplace}
+        - func: div(Tensor self, Tensor other) -> Tensor
+          composite: add(self, other)
+          variants: function, method, inplace
+          tensor_scalars: [self, other]
+          operators: {__truediv__: {call: self, fast: add}, __rtruediv__: reflected}
+    """)
+    got = {p.dunder: (p.role, p.fast) for p, _ in resolve(ops)}
+    assert got == {"__add__": ("self", "add"), "__radd__": ("self", None), "__iadd__": ("inplace", None),
+                   "__truediv__": ("self", "add"), "__rtruediv__": ("reflected", None)}
+
+
+@pytest.mark.parametrize("operators, message", [
+    ("{__plus__: self}", "unknown Python operator '__plus__'"),
+    ("{__add__: inplace}", "operator __add__ cannot have the role 'inplace'"),
+    ("{__iadd__: self}", "operator __iadd__ cannot have the role 'self'"),
+    ("{__neg__: reflected}", "operator __neg__ cannot have the role 'reflected'"),
+    ("{__add__: {call: self, colour: red}}", "unknown setting 'colour'"),
+    ("{__eq__: {call: self, others: Strings}}", "'others' must be one of"),
+])
+def test_operator_errors(tmp_path, operators, message):
+    msg = _error(_load, tmp_path, f"""
+        - func: add(Tensor self, Tensor other) -> Tensor
+          pointwise: self + other
+          operators: {operators}
+    """)
+    assert msg.startswith("ops.yaml:2: add(Tensor self, Tensor other) -> Tensor: ") and message in msg, msg
+
+
+def test_operator_declared_twice_or_with_a_missing_form(tmp_path):
+    ops = _load(tmp_path, """
+        - func: add(Tensor self, Tensor other) -> Tensor
+          pointwise: self + other
+          operators: [__add__]
+        - func: plus(Tensor self, Tensor other) -> Tensor
+          pointwise: self + other
+          operators: [__add__]
+    """)
+    assert "__add__ is already declared by 'add'" in _error(resolve, ops)
+    ops = _load(tmp_path, """
+        - func: add(Tensor self, Tensor other) -> Tensor
+          pointwise: self + other
+          tensor_scalars: [other]
+          operators: {__radd__: reflected}
+    """)
+    assert "must list 'self' in tensor_scalars" in _error(resolve, ops)
+    ops = _load(tmp_path, """
+        - func: add(Tensor self, Tensor other) -> Tensor
+          pointwise: self + other
+          variants: function, method
+          operators: {__iadd__: inplace}
+    """)
+    assert "'add' has no 'inplace' variant" in _error(resolve, ops)
+
+
+# --- pointwise rules --------------------------------------------------------------------------
+
+def test_pointwise_rules_are_read(tmp_path):
+    (op,) = _load(tmp_path, """
+        - func: neg(Tensor self) -> Tensor
+          pointwise: -self
+          check: some.module.check
+          kernel_name: neg_kernel
+          dtype_errors: {bool: "no bools"}
+          out_dtype_error: "Found dtype {out} but expected {result}"
+          all_numbers: true
+    """)
+    pw = op.pointwise
+    assert (pw.check, pw.kernel_name, pw.dtype_errors, pw.all_numbers) == \
+        ("some.module.check", "neg_kernel", (("bool", "no bools"),), True)
+    (op,) = _load(tmp_path, """
+        - func: neg(Tensor self) -> Tensor
+          pointwise: -self
+    """)
+    assert op.pointwise.kernel_name == "neg_cpu" and op.pointwise.check == ""
+
+
+@pytest.mark.parametrize("rule, message", [
+    ("check: nodot", "'check' must name a 'module.function'"),
+    ("dtype_errors: {boolean: x}", "'dtype_errors' must map a dtype name to a message"),
+    ("out_dtype_error: 'wrong {dtype}'", "may use {op}, {out} and {result} only"),
+    ("all_numbers: sometimes", "'all_numbers' must be true or false"),
+])
+def test_pointwise_rule_errors(tmp_path, rule, message):
+    msg = _error(_load, tmp_path, f"""
+        - func: neg(Tensor self) -> Tensor
+          pointwise: -self
+          {rule}
+    """)
+    assert message in msg, msg
+
+
+def test_pointwise_rules_belong_to_pointwise_entries(tmp_path):
+    msg = _error(_load, tmp_path, """
+        - func: f(Tensor self) -> Tensor
+          kernel: {cpu: a.b}
+          kernel_name: f_cpu
+    """)
+    assert "'kernel_name' belongs to pointwise entries only" in msg
