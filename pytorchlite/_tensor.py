@@ -272,7 +272,7 @@ class Tensor:
     def _values_f64(self):
         """The values as a NumPy array that can represent them (bfloat16 -> float32)."""
         if self._dtype is D.bfloat16:
-            return self.to(D.float32)._numpy_view()
+            return self.to(D.float32).cpu()._numpy_view()
         return self.cpu()._numpy_view() if self._device.type != "cpu" else self._numpy_view()
 
     def tolist(self):

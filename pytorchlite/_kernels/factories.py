@@ -4,7 +4,8 @@ import math
 
 from pytorchlite import _dtype as D
 from pytorchlite._C import check, lib
-from pytorchlite._kernels.pointwise import _descs, _empty, _scalar_arg
+from pytorchlite._device import CPU
+from pytorchlite._kernels.pointwise import _descs, _empty, _scalar_arg, copy_into, scalar_tensor
 from pytorchlite._tensor import contiguous_strides  # noqa: F401
 
 
@@ -109,6 +110,10 @@ def _like(op, input, dtype, device, requires_grad, memory_format, value=None, pi
         check_fits(value, dtype)
     t = empty_preserving(input, dtype, _dev(device) if device is not None else None, memory_format)
     if value is not None:
+        if t._device.type != "cpu":
+            # the C fill writes host memory: the device's copy broadcasts a host scalar
+            copy_into(t, scalar_tensor(value, dtype, CPU))
+            return _finish(t, requires_grad)
         d, i = _scalar_arg(value)
         check(lib.ptl_fill(_descs((t,), t._shape), d, i), op)
     return _finish(t, requires_grad)

@@ -92,6 +92,11 @@ def _empty(shape, dtype, device):
 
 
 def scalar_tensor(v, dtype, device):
+    if device.type != "cpu":
+        # the C fill writes host memory: fill a host scalar, and let the device copy it
+        t = _empty((), dtype, device)
+        copy_into(t, scalar_tensor(v, dtype, _CPU))
+        return t
     t = _empty((), dtype, device)
     d, i = _scalar_arg(v)
     descs = _descs((t,), ())
