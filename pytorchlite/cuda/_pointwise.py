@@ -3,7 +3,8 @@
 NOT YET RUN ON A GPU: this mirrors the CPU path of pytorchlite/_kernels/pointwise.py
 (dtypes, broadcasting, out= and in-place rules) and launches the generated kernels of
 generated/pointwise.cu and kernels/cuda/fill_copy.cu through _launch.DeviceKernels. Its
-planning is unit-tested with a fake driver; no kernel has executed on a device.
+planning is unit-tested with a fake driver, and tests/cuda/test_gpu.py passes on the CPU
+emulator (PTL_CUDA_EMULATOR=1); no kernel has executed on a device.
 
 Differences from the CPU path, as in PyTorch's CUDA backend: an integer division by zero
 does not raise (the kernels give 0), and no check reads device memory.
