@@ -43,7 +43,8 @@ def _events_ms(ev_cls, fn, iters, warmup=3):
     return start.elapsed_time(end) / iters
 
 
-def _host_us(fn, sync, calls, warmup=50):
+def _wall_s(fn, sync, calls, warmup):
+    """Host wall time per call over `calls` calls, ended by one synchronisation."""
     for _ in range(warmup):
         fn()
     sync()
@@ -51,18 +52,15 @@ def _host_us(fn, sync, calls, warmup=50):
     for _ in range(calls):
         fn()
     sync()
-    return (time.perf_counter() - t0) / calls * 1e6
+    return (time.perf_counter() - t0) / calls
 
 
-def _wall_ms(fn, sync, iters, warmup=1):
-    for _ in range(warmup):
-        fn()
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        fn()
-    sync()
-    return (time.perf_counter() - t0) / iters * 1e3
+def _host_us(fn, sync, calls):
+    return _wall_s(fn, sync, calls, 50) * 1e6
+
+
+def _wall_ms(fn, sync, iters):
+    return _wall_s(fn, sync, iters, 1) * 1e3
 
 
 def run(quick=False):
@@ -109,7 +107,6 @@ def run(quick=False):
                                                            if torch else None)
     bandwidth("a.t() + 1 (strided kernel)", 2 * n * 4, lambda: at + 1, (lambda: tat + 1) if torch else None)
     bandwidth("clone() (device to device)", 2 * n * 4, lambda: a.clone(), (lambda: ta.clone()) if torch else None)
-    del c, tc
 
     # the host side of one small op: what a training loop of small tensors pays per op
     s1, s2 = ptl.ones(1000).cuda(), ptl.ones(1000).cuda()

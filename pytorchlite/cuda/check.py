@@ -115,6 +115,12 @@ class Check:
         return s
 
     # -- sections ---------------------------------------------------------------------------
+    def _gpu_or_skip(self, s):
+        if not self.gpu:
+            s.status = "skip"
+            s.error = f"no GPU: {self.no_gpu_reason}"
+        return self.gpu
+
     def environment(self, s):
         rows = [("python", f"{platform.python_version()} ({sys.executable})"),
                 ("platform", f"{platform.platform()}, {os.cpu_count()} CPUs"),
@@ -185,9 +191,7 @@ class Check:
         s.lines += ["", "`python -m pytorchlite.env`:", "", "```", out.strip()[-4000:], "```"]
 
     def smoke(self, s):
-        if not self.gpu:
-            s.status = "skip"
-            s.error = f"no GPU: {self.no_gpu_reason}"
+        if not self._gpu_or_skip(s):
             return
         code = ("import pytorchlite as ptl\n"
                 "x = ptl.arange(6, dtype=ptl.float32).reshape(2, 3).to('cuda')\n"
@@ -200,9 +204,7 @@ class Check:
             s.fail(f"the first CUDA computation failed (rc {rc}):\n{out[-3000:]}")
 
     def tests(self, s):
-        if not self.gpu:
-            s.status = "skip"
-            s.error = f"no GPU: {self.no_gpu_reason}"
+        if not self._gpu_or_skip(s):
             return
         progress = os.path.join(self.work, "progress.jsonl")
         deselect = os.path.join(self.work, "deselect.txt")
@@ -302,9 +304,7 @@ class Check:
             s.fail("no test reported a result")
 
     def benchmarks(self, s):
-        if not self.gpu:
-            s.status = "skip"
-            s.error = f"no GPU: {self.no_gpu_reason}"
+        if not self._gpu_or_skip(s):
             return
         out_json = os.path.join(self.work, "bench.json")
         cmd = [sys.executable, "benchmarks/bench_cuda.py", "--json", out_json]
