@@ -198,7 +198,7 @@ class Check:
                 "y = (x * 2 + 1).t()\n"
                 "print(y.cpu().tolist(), ptl.cuda.get_device_name(), ptl.cuda.memory_allocated())\n"
                 "assert y.cpu().tolist() == [[1.0, 7.0], [3.0, 9.0], [5.0, 11.0]]\n")
-        rc, out, t = self.run([sys.executable, "-c", code], min(300, self.left()))
+        rc, out, t = self.run([sys.executable, "-c", code], min(600, self.left()))
         s.lines += ["```", out.strip()[-3000:], "```"]
         if rc != 0:
             s.fail(f"the first CUDA computation failed (rc {rc}):\n{out[-3000:]}")
