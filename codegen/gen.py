@@ -380,7 +380,11 @@ def _bindings(op, deriv=None):
             tensor_vars = [("self" if (method and a.name == "self") else _pyname(a)) for a in op.schema.arguments
                            if a.type.is_tensor and a not in outs]
             list_vars = [_pyname(a) for a in op.schema.arguments if a.type.is_tensor_list]
-            if tensor_vars:
+            if tensor_vars and set(dict(op.kernels)) == {"any"}:
+                # a device-generic entry (copy_, view_as, ...) takes its other tensors on any
+                # device, as PyTorch's do: copy_ is how data crosses devices
+                dev = f"{tensor_vars[0]}._device"
+            elif tensor_vars:
                 dev = f"_a.common_device({name!r}, ({', '.join(tensor_vars)},))" if len(tensor_vars) > 1 or any(
                     a.type.optional for a in op.schema.arguments if a.type.is_tensor) else f"{tensor_vars[0]}._device"
             elif list_vars:

@@ -19,6 +19,8 @@ same way (`register_shared_memory`).
 
 import importlib
 
+from pytorchlite._device import device as _device
+
 _REGISTRY = {}
 
 
@@ -33,6 +35,10 @@ class Backend:
 
     def is_available(self):
         return True
+
+    def current_device(self):
+        """The device a bare device type means (`cuda` is the current CUDA device)."""
+        return _device(self.type)
 
     def allocate(self, nbytes, device):
         """A Storage of `nbytes` on `device`."""

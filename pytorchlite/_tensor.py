@@ -121,7 +121,7 @@ class Tensor(TensorBase, TensorMethods):
     def _values_f64(self):
         """The values as a NumPy array that can represent them (bfloat16 -> float32)."""
         if self._dtype is D.bfloat16:
-            return self.to(D.float32)._numpy_view()
+            return self.to(D.float32).cpu()._numpy_view()
         return self.cpu()._numpy_view() if self._device.type != "cpu" else self._numpy_view()
 
     def tolist(self):
@@ -214,6 +214,8 @@ class Tensor(TensorBase, TensorMethods):
             dtype = self._dtype
         if dev is None:
             dev = self._device
+        elif dev.index is None and dev.type == self._device.type:
+            dev = _backends.get(dev.type).current_device()   # "cuda" means the current one
         if dtype is self._dtype and dev == self._device and not copy:
             return self
         return _F._to_copy(self, dtype=dtype, device=dev, non_blocking=non_blocking)

@@ -326,8 +326,28 @@ def _cuda():
 
 
 def _cuda_line():
+    from pytorchlite.cuda import _emulator
+    if _emulator.enabled():
+        return f"emulated: {_emulator.ENV}=1 runs the CUDA backend on the CPU emulator (not a GPU)"
     usable, why = _cuda()
     return ("yes: " if usable else "no: ") + why
+
+
+def _cuda_bindings():
+    """The driver bindings' distribution and version (either CUDA major version works)."""
+    for dist in ("cuda-bindings", "cuda-python"):
+        v = _dist_version(dist)
+        if v != "not installed":
+            return f"{dist} {v}"
+    return "not installed (pip install -e '.[cuda]')"
+
+
+def _nvrtc():
+    """NVRTC's version, through the bindings (it compiles the CUDA kernels; no GPU needed)."""
+    from pytorchlite.cuda import _nvrtc as nv
+    major, minor = nv.version()
+    archs = nv.supported_archs()
+    return f"{major}.{minor} (compiles for {archs[0]} to {archs[-1]})" if archs else f"{major}.{minor}"
 
 
 # --- report ------------------------------------------------------------------------------
@@ -350,6 +370,8 @@ _PROBES = (
     ("OpenBLAS", _openblas),
     ("CPU allocator", _allocator),
     ("CUDA available", _cuda_line),
+    ("CUDA bindings", _cuda_bindings),
+    ("NVRTC", _nvrtc),
 )
 
 

@@ -26,8 +26,9 @@ import pytorchlite.nn.functional as F  # noqa: E402
 from pytorchlite.generated import functions as G  # noqa: E402
 from codegen.model import load_ops  # noqa: E402
 from parity import (ALL_DTYPES, INT_DTYPES, TOLERANCES, ParityError, check_parity,  # noqa: E402
-                    edge_cases, from_values, random_values, special_values, to_numpy)
+                    edge_cases, from_values, random_values, to_numpy)
 from parity import to_oracle as to_oracle_value  # noqa: E402
+from pointwise_cases import call, edge_options, scalar_kwargs  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPS = load_ops(os.path.join(ROOT, "ops.yaml"))
@@ -84,44 +85,6 @@ def _numbers(op, values, tensors=False):
             raise TypeError(f"{op}(): expected a Number, got {type(v).__name__}")
     return values
 
-# Scalar arguments: values to use besides the schema default (ops without a default need one)
-SCALAR_VALUES = {
-    "threshold_backward": [{"threshold": 0}, {"threshold": 0.5}, {"threshold": -1}],
-    "_round_decimals": [{"decimals": 1}, {"decimals": -1}, {"decimals": 3}],
-    "_nan_to_num": [{"nan": 1.5, "posinf": 100.0, "neginf": -100.0}],
-    "add": [{}, {"alpha": 2}, {"alpha": 0.5}, {"alpha": True}],
-    "sub": [{}, {"alpha": -3}, {"alpha": 0.25}],
-    "rsub": [{}, {"alpha": 2}],
-    "softplus": [{}, {"beta": 2, "threshold": 1}],
-    "_elu": [{}, {"alpha": 0.5}],
-    "_leaky_relu": [{}, {"negative_slope": 0.2}],
-    "_hardtanh": [{}, {"min_val": -0.5, "max_val": 2}, {"min_val": 0, "max_val": 6}],
-    "addcmul": [{}, {"value": 2}, {"value": 0.5}],
-    "addcdiv": [{}, {"value": -2}],
-}
-
-# Input domains that keep an operator meaningful (divisors, bounded exponents)
-def _without_tiny(dtype):
-    # PyTorch's vectorised float fmod gives nan once the quotient overflows (1e30 / 1e-30)
-    # where the exact answer (ours, and PyTorch's own scalar loop) is finite
-    return [v for v in special_values(dtype) if not (isinstance(v, float) and 0 < abs(v) < 1e-3)]
-
-
-def _finite_specials(dtype):
-    # PyTorch's AVX-512 gelu gives nan at +-inf (its AVX2 and scalar loops, and ours, give
-    # the limits inf and -0): the answer depends on the CPU, so infinities are left out
-    return [v for v in special_values(dtype) if not (isinstance(v, float) and math.isinf(v))]
-
-
-INPUT_OPTIONS = {
-    "pow": {"low": 0, "high": 4},
-    "_gelu_erf": {"specials": _finite_specials},
-    "_gelu_tanh": {"specials": _finite_specials},
-    "remainder": {"specials": _without_tiny},
-    "fmod": {"specials": _without_tiny},
-}
-
-
 def oracle_for(name):
     if name in ORACLES:
         return ORACLES[name]
@@ -136,39 +99,6 @@ def ours_for(op):
     return getattr(G, op.name)
 
 
-def _scalar_kwargs(op):
-    """Each set of Scalar-argument values to try, as keyword arguments."""
-    scalars = [a for a in op.schema.arguments if a.type.base == "Scalar"]
-    sets = SCALAR_VALUES.get(op.name, [{}])
-    for s in sets:
-        missing = [a.name for a in scalars if a.default is None and a.name not in s]
-        assert not missing, f"{op.name}: give SCALAR_VALUES for {missing}"
-    return sets
-
-
-def _call(fn, op, tensors, scalars, **extra):
-    """Call fn with the tensors positionally and the scalars in schema order: positional
-    Scalars positionally (defaults filled in), keyword-only ones by name."""
-    args = list(tensors)
-    kwargs = dict(extra)
-    for a in op.schema.arguments:
-        if a.type.base != "Scalar":
-            continue
-        if a in op.schema.kwonly:
-            if a.name in scalars:
-                kwargs[a.python_name] = scalars[a.name]
-        else:
-            args.append(scalars.get(a.name, a.default_value()))
-    return fn(*args, **kwargs)
-
-
-def _edge_options(op, dtype):
-    opts = dict(INPUT_OPTIONS.get(op.name, {}))
-    if op.name in ("floor_divide", "remainder", "fmod", "_div_trunc", "_div_floor") and dtype in INT_DTYPES:
-        opts["nonzero_last"] = True     # integer division by zero raises (tested separately)
-    return opts
-
-
 # ---- every pointwise operator, every dtype, every edge input ------------------------------
 
 def test_every_pointwise_op_has_an_oracle():
@@ -181,10 +111,10 @@ def test_pointwise_op_matches_torch(op):
     oracle = oracle_for(op.name)
     ours = ours_for(op)
     n = len(op.tensor_args)
-    for scalars in _scalar_kwargs(op):
+    for scalars in scalar_kwargs(op):
         for dtype in ALL_DTYPES:
-            for label, tensors in edge_cases(n, dtype, **_edge_options(op, dtype)):
-                check_parity(lambda *t: _call(ours, op, t, scalars), lambda *t: _call(oracle, op, t, scalars),
+            for label, tensors in edge_cases(n, dtype, **edge_options(op, dtype)):
+                check_parity(lambda *t: call(ours, op, t, scalars), lambda *t: call(oracle, op, t, scalars),
                              *tensors, label=f"{op.name} {dtype} {label} {scalars}")
 
 
@@ -211,7 +141,7 @@ def test_pointwise_op_promotion_matches_torch(op):
                 second = db if first == da else da
                 ts = [from_values(random_values((3,), first, rng, low=1), first)]
                 ts += [from_values(random_values(shape_b, second, rng, low=1), second) for _ in range(n - 1)]
-                check_parity(lambda *t: _call(ours, op, t, {}), lambda *t: _call(oracle, op, t, {}), *ts,
+                check_parity(lambda *t: call(ours, op, t, {}), lambda *t: call(oracle, op, t, {}), *ts,
                              label=f"{first} with {second} {list(shape_b)}")
     # Python numbers where the schema takes them ("weak" scalars)
     for k, name in enumerate(names):
@@ -223,7 +153,7 @@ def test_pointwise_op_promotion_matches_torch(op):
                 ts[k] = number
                 if all(not isinstance(t, pytorchlite.Tensor) for t in ts):
                     continue
-                check_parity(lambda *t: _call(ours, op, t, {}), lambda *t: _call(oracle, op, t, {}), *ts,
+                check_parity(lambda *t: call(ours, op, t, {}), lambda *t: call(oracle, op, t, {}), *ts,
                              label=f"{name}={number!r} with {dtype}")
 
 
@@ -237,11 +167,11 @@ def test_pointwise_op_inplace_and_out_match_torch(op):
     cast rules (an int tensor cannot take a float result in place)."""
     n = len(op.tensor_args)
     rng = np.random.default_rng(2)
-    scalars = _scalar_kwargs(op)[0]
+    scalars = scalar_kwargs(op)[0]
     torch_inplace = getattr(torch.Tensor, op.name + "_", None)
     torch_fn = getattr(torch, op.name, None)
     for dtype in _variant_dtypes():
-        opts = _edge_options(op, dtype)
+        opts = edge_options(op, dtype)
         # a float16 result written into a float64 out= is only as exact as float16
         tol = dict(zip(("rtol", "atol"), TOLERANCES.get(dtype, (None, None))))
         for other_dtype in (dtype, "float64", "int32"):
@@ -258,12 +188,12 @@ def test_pointwise_op_inplace_and_out_match_torch(op):
                 def ours_inplace(*t):
                     x = t[0]
                     before = x._version
-                    r = _call(getattr(x, op.name + "_"), op, t[1:], scalars)
+                    r = call(getattr(x, op.name + "_"), op, t[1:], scalars)
                     assert r is x, f"{op.name}_ must return self"
                     assert x._version > before, f"{op.name}_ must bump the version counter"
                     return x
 
-                check_parity(ours_inplace, lambda *t: _call(getattr(t[0], op.name + "_"), op, t[1:], scalars),
+                check_parity(ours_inplace, lambda *t: call(getattr(t[0], op.name + "_"), op, t[1:], scalars),
                              *ts, label=f"in-place {dtype} with {other_dtype}", **tol)
             if op.has_out and op.has_function and torch_fn is not None and op.python_module == "":
                 for out_dtype in (dtype, "float64", "bool", "int64"):
@@ -271,12 +201,12 @@ def test_pointwise_op_inplace_and_out_match_torch(op):
                     out = pytorchlite.empty((2, 3), dtype=getattr(pytorchlite, out_dtype))
 
                     def ours_out(*t, out=out):
-                        r = _call(getattr(G, op.name), op, t, scalars, out=out)
+                        r = call(getattr(G, op.name), op, t, scalars, out=out)
                         assert r is out, f"{op.name}(out=) must return out"
                         return r
 
                     t_out = torch.empty((2, 3), dtype=getattr(torch, out_dtype))
-                    check_parity(ours_out, lambda *t: _call(torch_fn, op, t, scalars, out=t_out), *ts,
+                    check_parity(ours_out, lambda *t: call(torch_fn, op, t, scalars, out=t_out), *ts,
                                  label=f"out={out_dtype} {dtype} with {other_dtype}", **tol)
 
 

@@ -60,6 +60,10 @@ PTL_DEV void ptl_offsets(const It &it, I linear, O *off) {
 /* ---- float16: stored as 16 bits, computed in float, rounded (to nearest even) on
  * store: one conversion instruction each (bfloat16 is in ptl_common.h) ----------------- */
 
+#ifdef PTL_CUDA_EMULATED /* host build of the kernels (pytorchlite/cuda/_emulator.py) */
+PTL_DEV float ptl_h2f(uint16_t h) { return ptl_emu_h2f(h); }
+PTL_DEV uint16_t ptl_f2h(float f) { return ptl_emu_f2h(f); }
+#else
 PTL_DEV float ptl_h2f(uint16_t h) {
     float f;
     asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
@@ -70,6 +74,7 @@ PTL_DEV uint16_t ptl_f2h(float f) {
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
+#endif
 
 /* ---- the device's own erfinv; digamma without recursion ------------------------------ */
 

@@ -5,7 +5,7 @@ import math
 from pytorchlite import _backends
 from pytorchlite import _dtype as D
 from pytorchlite._C import check, lib
-from pytorchlite._core import descriptors as _descs, empty as _empty, scalar_pair as _scalar_arg
+from pytorchlite._core import descriptors as _descs, empty as _empty, fill, scalar_pair as _scalar_arg
 from pytorchlite._core import contiguous_strides, copy_into  # noqa: F401
 
 
@@ -109,8 +109,7 @@ def _like(op, input, dtype, device, requires_grad, memory_format, value=None, pi
         check_fits(value, dtype)
     t = empty_preserving(input, dtype, _dev(device) if device is not None else None, memory_format)
     if value is not None:
-        d, i = _scalar_arg(value)
-        check(lib.ptl_fill(_descs((t,), t._shape), d, i), op)
+        fill(t, value)      # on t's device (its backend's fill for an accelerator)
     return _finish(t, requires_grad)
 
 

@@ -37,7 +37,9 @@ lives in _runtime.py.
 
 import bisect
 import collections
+import functools
 import os
+import threading
 
 __all__ = ["OutOfMemoryError", "DeviceOutOfMemory", "DeviceBackend", "FakeBackend", "CachingAllocator",
            "round_size", "allocation_size", "format_size", "caching_disabled_by_env"]
@@ -370,6 +372,18 @@ class _Stats:
 
 # --- the allocator --------------------------------------------------------------------------
 
+def _serialised(method):
+    """Run an allocator operation alone, then the frees deferred while it ran (see free)."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        with self._lock:
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self._drain()
+    return run
+
+
 class CachingAllocator:
     """The caching allocator of one device. malloc(size, stream) returns a Block (None for
     size 0, like PyTorch's null pointer); free(block) gives it back. Not thread-safe on its
@@ -377,7 +391,13 @@ class CachingAllocator:
 
     With caching=False (PYTORCHLITE_NO_CUDA_MEMORY_CACHING=1) every request gets its own
     segment of the rounded size and every free releases it to the backend as soon as the
-    streams that used it are done; statistics keep working."""
+    streams that used it are done; statistics keep working.
+
+    Frees arrive from Storage.__del__, which the cyclic garbage collector may run at any
+    allocation of Python objects, so in the middle of another allocator operation on the
+    same thread (a block half merged, a neighbour out of its pool). Every operation
+    therefore holds a lock, and a free that finds it held is queued and carried out
+    when the operation in progress ends."""
 
     def __init__(self, backend, caching=None):
         self.backend = backend
@@ -387,8 +407,15 @@ class CachingAllocator:
         self.stats = _Stats()
         self._allocated = {}                          # ptr -> Block handed out and not freed
         self._events = collections.OrderedDict()      # stream -> deque of (event, block)
+        self._lock = threading.Lock()                 # not reentrant: see the class docstring
+        self._deferred = []                           # blocks freed while the lock was held
+
+    def _drain(self):
+        while self._deferred:
+            self._free(self._deferred.pop())
 
     # -- allocation ---------------------------------------------------------------------------
+    @_serialised
     def malloc(self, size, stream=0):
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ValueError(f"malloc(): size must be a non-negative int, got {size!r}")
@@ -472,8 +499,20 @@ class CachingAllocator:
         pool until the events recorded on those streams now have completed."""
         if block is None:
             return
-        if not block.allocated or self._allocated.get(block.ptr) is not block:
+        if not block.allocated or self._allocated.get(block.ptr) is not block or block in self._deferred:
             raise RuntimeError(f"free(): {block} was not allocated by this allocator or was already freed")
+        if not self._lock.acquire(blocking=False):
+            self._deferred.append(block)     # an operation is under way: it frees the block when done
+            return
+        try:
+            self._free(block)
+        finally:
+            try:
+                self._drain()
+            finally:
+                self._lock.release()
+
+    def _free(self, block):
         del self._allocated[block.ptr]
         block.allocated = False
         self.stats.update("allocation", block.pool, -1)
@@ -521,6 +560,7 @@ class CachingAllocator:
         dst.size += src.size
         return src.size
 
+    @_serialised
     def record_stream(self, block, stream):
         """Mark `block` as used by work on `stream`, so that freeing it waits for that work.
         A no-op for the stream the block was allocated on (its work is already ordered)."""
@@ -582,6 +622,7 @@ class CachingAllocator:
                 if not block.is_split():   # a split segment still has live pieces
                     self._release_block(block)
 
+    @_serialised
     def empty_cache(self):
         """Give every cached, wholly free segment back to the device. Segments with a live
         piece stay, so memory_reserved() can remain above memory_allocated()."""
@@ -601,6 +642,7 @@ class CachingAllocator:
                 "hold live tensors.)")
 
     # -- statistics ---------------------------------------------------------------------------
+    @_serialised
     def memory_stats(self):
         """PyTorch's flat memory_stats() dict, keys sorted:
         'allocated_bytes.all.current', 'segment.small_pool.peak', 'num_ooms', ..."""
@@ -628,11 +670,13 @@ class CachingAllocator:
     def max_memory_reserved(self):
         return self.stats.reserved_bytes["all"].peak
 
+    @_serialised
     def reset_peak_memory_stats(self):
         for name in _STAT_NAMES:
             for st in getattr(self.stats, name).values():
                 st.peak = st.current
 
+    @_serialised
     def reset_accumulated_memory_stats(self):
         for name in _STAT_NAMES:
             for st in getattr(self.stats, name).values():
@@ -640,6 +684,7 @@ class CachingAllocator:
         for name in _COUNTERS:
             setattr(self.stats, name, 0)
 
+    @_serialised
     def snapshot(self):
         """Every segment with its blocks, in address order (like torch.cuda.memory_snapshot):
         [{'address', 'total_size', 'allocated_size', 'active_size', 'stream', 'segment_type',

@@ -21,6 +21,11 @@ class CudaBackend(_backends.Backend):
         from pytorchlite.cuda import _runtime
         return _runtime.is_available()
 
+    def current_device(self):
+        from pytorchlite._device import device
+        from pytorchlite.cuda import _runtime
+        return device("cuda", _runtime.current_device())
+
     def allocate(self, nbytes, device):
         from pytorchlite import cuda
         return cuda._allocate_storage(nbytes, device)

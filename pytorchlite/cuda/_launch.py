@@ -2,9 +2,11 @@
 
 NOT YET RUN ON A GPU. The planning and packing below (which kernel, 32- or 64-bit
 indices, the descriptor bytes, the grid) are tested on the CPU (tests/cuda/
-test_launch_nogpu.py, with a fake driver and NVRTC-checked struct layouts); the driver
-calls themselves (cuModuleLoadData, cuModuleGetFunction, cuLaunchKernel) have not been
-executed against a real device.
+test_launch_nogpu.py, with a fake driver and NVRTC-checked struct layouts), and the whole
+path runs on the CPU emulator (PTL_CUDA_EMULATOR=1: the kernels built for the host, the
+packed parameters read back through cuLaunchKernel's void **); the driver calls
+themselves have not been executed against a real device (`python -m
+pytorchlite.cuda.check` does that).
 
 How a launch goes:
 * the module's image comes from _nvrtc.compile_source (disk cache, else NVRTC) for the

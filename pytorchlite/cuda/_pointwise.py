@@ -3,7 +3,8 @@
 NOT YET RUN ON A GPU: this mirrors the CPU path of pytorchlite/_kernels/pointwise.py
 (dtypes, broadcasting, out= and in-place rules) and launches the generated kernels of
 generated/pointwise.cu and kernels/cuda/fill_copy.cu through _launch.DeviceKernels. Its
-planning is unit-tested with a fake driver; no kernel has executed on a device.
+planning is unit-tested with a fake driver, and tests/cuda/test_gpu.py passes on the CPU
+emulator (PTL_CUDA_EMULATOR=1); no kernel has executed on a device.
 
 Differences from the CPU path, as in PyTorch's CUDA backend: an integer division by zero
 does not raise (the kernels give 0), and no check reads device memory.
@@ -36,10 +37,24 @@ def fill(t, value):
     return t
 
 
+def _same_layout(dst, src):
+    """Whether dst[...] = src is a plain byte copy: same dtype and shape, both contiguous."""
+    return (dst._dtype is src._dtype and dst._shape == src._shape and dst.is_contiguous()
+            and src.is_contiguous())
+
+
 def copy_device(dst, src):
     """dst[...] = src with both on the same CUDA device (src broadcast to dst's shape,
-    converted to dst's dtype): one fill_copy kernel."""
+    converted to dst's dtype): cuMemcpyDtoDAsync for a plain byte copy, else one
+    fill_copy kernel."""
     k = _launch.kernels_for(dst._device.index or 0)
+    if _same_layout(dst, src):
+        nbytes = dst.numel() * dst._dtype.itemsize
+        if nbytes:
+            k.make_current()
+            k._ok(k.d.cuMemcpyDtoDAsync(_ptr(dst), _ptr(src), nbytes, k.d.CUstream(_stream(k.index))),
+                  "cuMemcpyDtoDAsync")
+        return
     shape = dst._shape
     sst = list(src._stride) if src._shape == shape else expand_strides(src, shape)
     base = f"ptl_cu_copy_{_launch.SUFFIX[dst._dtype.code]}_{_launch.SUFFIX[src._dtype.code]}"
@@ -48,10 +63,23 @@ def copy_device(dst, src):
                       [_ptr(dst), _ptr(src)], (), _stream(k.index))
 
 
+def _fill_exact(dst, src):
+    """Whether a one-element host `src` copied into `dst` may be a fill with src.item():
+    the fill converts through (double, int64) as the copy kernel converts the value, except
+    for an int64 beyond 2^53 going into a float type (double rounding)."""
+    if not (dst._dtype.is_floating_point and src._dtype.code == 5):
+        return True
+    return abs(src.item()) <= 2 ** 53
+
+
 def copy(dst, src, non_blocking=False):
-    """dst[...] = src where one side or both are on a CUDA device. Host <-> device goes
-    through a contiguous staging tensor of dst's dtype and shape; device -> host waits for
-    the copy unless non_blocking (PyTorch's rule: only pinned memory makes it async)."""
+    """dst[...] = src where one side or both are on a CUDA device. Host <-> device copies
+    move bytes directly when both sides have the same dtype, shape and a contiguous
+    layout; otherwise through a contiguous staging tensor of dst's dtype and shape (converted
+    and broadcast on the host before the upload, on the device before the download). A
+    one-element host source is broadcast on the device by the fill kernel. The host waits
+    for every copy, as PyTorch does for pageable memory (only pinned memory makes
+    non_blocking asynchronous)."""
     if dst._device.type == "cuda" and src._device.type == "cuda":
         if dst._device != src._device:
             # peer copies: through the host (correct, not fast)
@@ -62,33 +90,40 @@ def copy(dst, src, non_blocking=False):
     if dst.numel() == 0:
         return None
     if dst._device.type == "cuda":               # host -> device
+        if src.numel() == 1 and _fill_exact(dst, src):
+            fill(dst, src.item())
+            return None
         k = _launch.kernels_for(dst._device.index or 0)
-        stage = _empty(dst._shape, dst._dtype, _cpu())
-        copy_into(stage, src)                    # convert and broadcast on the host
-        if dst.is_contiguous():
-            target = dst
+        if _same_layout(dst, src):
+            stage = src
         else:
-            target = _empty(dst._shape, dst._dtype, dst._device)
+            stage = _empty(dst._shape, dst._dtype, _cpu())
+            copy_into(stage, src)                # convert and broadcast on the host
+        target = dst if dst.is_contiguous() else _empty(dst._shape, dst._dtype, dst._device)
         k.make_current()
         stream = _stream(k.index)
         k._ok(k.d.cuMemcpyHtoDAsync(_ptr(target), _ptr(stage), stage.numel() * stage._dtype.itemsize,
                                     k.d.CUstream(stream)), "cuMemcpyHtoDAsync")
-        # the staging buffer is pageable host memory: wait before it can be freed
+        # the source is pageable host memory that may be freed or changed on return
         k._ok(k.d.cuStreamSynchronize(k.d.CUstream(stream)), "cuStreamSynchronize")
         if target is not dst:
             copy_device(dst, target)
         return None
     # device -> host
     k = _launch.kernels_for(src._device.index or 0)
-    dev_stage = _empty(dst._shape, dst._dtype, src._device)
-    copy_device(dev_stage, src)
-    host_stage = _empty(dst._shape, dst._dtype, _cpu())
+    if src._dtype is dst._dtype and src._shape == dst._shape and src.is_contiguous():
+        dev_stage = src
+    else:
+        dev_stage = _empty(dst._shape, dst._dtype, src._device)
+        copy_device(dev_stage, src)              # convert and broadcast on the device
+    host = dst if dst.is_contiguous() else _empty(dst._shape, dst._dtype, _cpu())
     k.make_current()
     stream = _stream(k.index)
-    k._ok(k.d.cuMemcpyDtoHAsync(_ptr(host_stage), _ptr(dev_stage), host_stage.numel() * dst._dtype.itemsize,
+    k._ok(k.d.cuMemcpyDtoHAsync(_ptr(host), _ptr(dev_stage), host.numel() * dst._dtype.itemsize,
                                 k.d.CUstream(stream)), "cuMemcpyDtoHAsync")
     k._ok(k.d.cuStreamSynchronize(k.d.CUstream(stream)), "cuStreamSynchronize")
-    copy_into(dst, host_stage)
+    if host is not dst:
+        copy_into(dst, host)
     return None
 
 
@@ -107,6 +142,11 @@ def run_pointwise(op, operands, scalars, out, inplace, common, out_dt, device):
     the caller; here: shapes, casts, the output (as on the CPU: pointwise.prepare_operands),
     and the generated kernel launch."""
     from pytorchlite._kernels.pointwise import finish_output, prepare_operands
+    if any(isinstance(x, Tensor) and x._device.type != "cuda" for x in operands):
+        # a 0-d host tensor joins a CUDA computation as a scalar (as in PyTorch): its
+        # value goes to the device, where the kernel can read it
+        operands = [_scalar_operand(x.item(), x._dtype, device) if isinstance(x, Tensor) and x._device.type != "cuda"
+                    else x for x in operands]
     tensors = [x for x in operands if isinstance(x, Tensor)]
     shape = broadcast_shapes(op.name, [t._shape for t in tensors]) if tensors else ()
     if len(shape) > _launch.MAX_DIMS:

@@ -28,7 +28,11 @@ _CUDA_ERROR_NOT_READY = 600
 # --- probing ---------------------------------------------------------------------------------
 
 def _import_driver():
-    """cuda-python's driver module, or None when cuda-python is not installed."""
+    """cuda-python's driver module, or None when cuda-python is not installed
+    (PTL_CUDA_EMULATOR=1: the CPU stand-in of _emulator.py, for testing without a GPU)."""
+    from pytorchlite.cuda import _emulator
+    if _emulator.enabled():
+        return _emulator.driver()
     try:
         from cuda.bindings import driver
         return driver

@@ -365,3 +365,45 @@ def test_random_interleaving_keeps_invariants():
         assert be.live == {} and a.memory_reserved() == 0 and a.memory_stats()["active.all.current"] == 0
 
     run()
+
+
+def test_free_during_another_operation_waits_for_it():
+    """A Storage freed by the garbage collector in the middle of an allocator operation
+    (here: inside the backend's malloc and free) must not see half-updated pools: the
+    free is queued and carried out when the operation ends."""
+    be, alloc = make()
+    a, b, c = alloc.malloc(512), alloc.malloc(512), alloc.malloc(512)    # neighbours in one segment
+    assert b.prev is a and b.next is c
+    alloc.free(b)
+    victims = [a, c]
+    real_malloc, real_free = be.malloc, be.free
+
+    def malloc_with_gc(size):
+        # the collector runs here and frees both neighbours of the free block b
+        while victims:
+            alloc.free(victims.pop())
+        assert alloc.memory_allocated() == 2 * 512     # not yet: they are queued
+        return real_malloc(size)
+    be.malloc = malloc_with_gc
+    big = alloc.malloc(2 * MiB)                        # a new segment: calls the backend
+    be.malloc = real_malloc
+    assert alloc.memory_allocated() == 2 * MiB         # a and c were freed once malloc ended
+    check_invariants(alloc, be)
+    seg = [s for s in alloc.snapshot() if s["address"] == a.ptr][0]
+    assert [blk["state"] for blk in seg["blocks"]] == ["inactive"]    # a, b, c merged back into one
+    with pytest.raises(RuntimeError, match="already freed"):
+        alloc.free(a)
+
+    d = alloc.malloc(512)
+    frees = [d]
+
+    def free_with_gc(ptr):
+        while frees:
+            alloc.free(frees.pop())
+        return real_free(ptr)
+    be.free = free_with_gc
+    alloc.free(big)
+    alloc.empty_cache()                                # releases big's segment: the backend frees d
+    be.free = real_free
+    assert alloc.memory_allocated() == 0
+    check_invariants(alloc, be)
