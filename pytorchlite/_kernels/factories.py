@@ -4,8 +4,8 @@ import math
 
 from pytorchlite import _backends
 from pytorchlite import _dtype as D
-from pytorchlite._C import check, lib
-from pytorchlite._core import descriptors as _descs, empty as _empty, fill, scalar_pair as _scalar_arg
+from pytorchlite._device import CPU
+from pytorchlite._core import empty as _empty, fill
 from pytorchlite._core import contiguous_strides, copy_into  # noqa: F401
 
 
@@ -63,8 +63,7 @@ def check_fits(value, dtype):
 
 def fill_(self, value):
     check_fits(value, self._dtype)
-    d, i = _scalar_arg(value)
-    check(lib.ptl_fill(_descs((self,), self._shape), d, i), "fill_")
+    fill(self, value)
     self._vc[0] += 1
     return self
 
@@ -80,9 +79,7 @@ def _full(op, size, value, dtype, device, requires_grad, pin_memory=None):
     _check_pin_memory(pin_memory)
     check_fits(value, dtype)
     t = _empty(tuple(size), dtype, _dev(device))
-    d, i = _scalar_arg(value)
-    check(lib.ptl_fill(_descs((t,), t._shape), d, i), op)
-    return _finish(t, requires_grad)
+    return _finish(fill(t, value), requires_grad)
 
 
 def zeros(size, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
@@ -137,14 +134,18 @@ def _dev(device):
 
 
 def _values_into(t, values):
-    """Write a NumPy array of values into a new CPU tensor (used by arange/linspace/eye)."""
+    """Write a NumPy array of values into a new tensor (arange/linspace/eye compute their
+    values on the host; an accelerator tensor gets them by one copy)."""
     import numpy as np
-    if t._dtype is D.bfloat16:
-        tmp = _empty(t._shape, D.float32, t._device)
+    host = t if t._device.type == "cpu" else _empty(t._shape, t._dtype, CPU)
+    if host._dtype is D.bfloat16:
+        tmp = _empty(host._shape, D.float32, CPU)
         tmp._numpy_view()[...] = values
-        copy_into(t, tmp)
+        copy_into(host, tmp)
     else:
-        t._numpy_view()[...] = np.asarray(values).astype(t._dtype.np_dtype, copy=False)
+        host._numpy_view()[...] = np.asarray(values).astype(host._dtype.np_dtype, copy=False)
+    if host is not t:
+        copy_into(t, host)
     return t
 
 

@@ -178,10 +178,10 @@ class TestDevice:
 
 FACTORY_CASES = {
     # name -> [(args, kwargs)]; each runs with device='cuda' and is compared with the CPU
-    "zeros": [((2, 3), {}), ((0,), {"dtype": ptl.int64}), ((), {"dtype": ptl.bool})],
+    "zeros": [((2, 3), {}), ((0,), {"dtype": ptl.int64}), (((),), {"dtype": ptl.bool})],
     "ones": [((4,), {"dtype": ptl.float16}), ((2, 2), {"dtype": ptl.int8})],
-    "full": [((3,), {"fill_value": 2.5}), ((2, 2), {"fill_value": 7, "dtype": ptl.int32}),
-             ((2,), {"fill_value": True})],
+    "full": [(((3,),), {"fill_value": 2.5}), (((2, 2),), {"fill_value": 7, "dtype": ptl.int32}),
+             (((2,),), {"fill_value": True})],
     "arange": [((10,), {}), ((1.0, 2.0, 0.25), {}), ((0, 10, 3), {"dtype": ptl.int16})],
     "linspace": [((0.0, 1.0, 5), {}), ((-2, 2, 4), {"dtype": ptl.float64})],
     "eye": [((3,), {}), ((2, 4), {"dtype": ptl.int64})],
