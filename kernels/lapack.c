@@ -1,5 +1,5 @@
 /* lapack.c: batched LAPACK factorizations and BLAS triangular solves (trsm) for float32/float64
- * (step 5 of a call, see DESIGN.md).
+ * (the C step of a call, see docs/architecture.md).
  *
  * LAPACK comes from the same scipy-openblas32 library as BLAS: its Fortran entry points carry
  * the `scipy_` prefix (scipy_dgetrf_, ...), take every argument by pointer and a 32-bit

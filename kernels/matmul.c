@@ -1,4 +1,4 @@
-/* matmul.c: matrix products for every dtype (step 5 of a call, see DESIGN.md).
+/* matmul.c: matrix products for every dtype (the C step of a call, see docs/architecture.md).
  *
  * ptl_gemm (descriptors) and ptl_gemm2d (plain arguments, the cheap 2-D call) compute
  *

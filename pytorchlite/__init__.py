@@ -1,5 +1,5 @@
 """pytorchlite: a PyTorch-style deep-learning framework whose operators are declared in
-ops.yaml and code-generated (see README.md and DESIGN.md).
+ops.yaml and code-generated (see README.md and docs/architecture.md).
 
     >>> import pytorchlite as torch
     >>> torch.tensor([1., 2.]) + 1

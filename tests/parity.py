@@ -1,4 +1,4 @@
-"""The parity helper (STYLE.md rule 15) and the standard edge inputs (rule 16).
+"""The parity helper and the standard edge inputs (0-d, empty, inf/nan, integer, broadcast, non-contiguous).
 
     from parity import check_parity, edge_cases, from_values
 

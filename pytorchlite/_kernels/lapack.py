@@ -1,6 +1,6 @@
 """Kernel entries for the LAPACK-backed linear algebra of `pytorchlite.linalg`: inv, det,
 slogdet, solve, cholesky, qr, svd, eigh, lstsq, solve_triangular (BLAS trsm), the _ex forms
-of inv and cholesky, and pinv (step 4 of a call, see DESIGN.md).
+of inv and cholesky, and pinv (see docs/architecture.md).
 
 Each entry checks its input the way PyTorch does, in PyTorch's order and words, then copies
 the matrices into one buffer of column-major matrices (LAPACK's layout: the contiguous

@@ -1,5 +1,5 @@
 """Kernel entries for matrix products: mm, bmm, matmul, addmm, addbmm, baddbmm, mv, addmv,
-dot, vdot, outer, addr (step 4 of a call, see DESIGN.md).
+dot, vdot, outer, addr (see docs/architecture.md).
 
 Each entry checks ranks, shapes and dtypes in the order PyTorch does, so a bad call meets
 PyTorch's first error word for word; then it allocates a contiguous result and calls

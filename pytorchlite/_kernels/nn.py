@@ -1,6 +1,6 @@
 """Kernel entries for the neural-network operators: _softmax / _log_softmax and their
 backward, convolution (1-D and 2-D, plain and transposed) and convolution_backward, max /
-average / adaptive average 2-D pooling and their backward (step 4 of a call, see DESIGN.md).
+average / adaptive average 2-D pooling and their backward (see docs/architecture.md).
 
 Each entry checks its arguments with PyTorch's messages, makes the operands contiguous,
 allocates the result and calls kernels/nn.c with integer addresses and a geometry array.

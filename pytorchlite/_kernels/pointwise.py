@@ -1,4 +1,4 @@
-"""The kernel entry for every pointwise operator (step 4 of a call, see DESIGN.md).
+"""The kernel entry for every pointwise operator (see docs/architecture.md).
 
 It computes the result dtype (PyTorch's promotion, Python scalars weak), the broadcast
 shape, casts inputs to the computation dtype, allocates or validates the output, and
