@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import jinja2
 
-from . import cexpr, operators as pyops, structured
+from . import cexpr, layout, operators as pyops, structured
 from .derivatives import binding_lines, forward_lines, load_derivative_entries, render_nodes
 from .model import ALL_DTYPES, DTYPE_CLASS, Operator, load_ops
 
@@ -154,6 +154,7 @@ class PointwiseView:
         self.schema = op.schema
         self.schema_str = str(op.schema)
         self.where_short = f"{op.file}:{op.line}"
+        self.shard = layout.pw_shard(op.name)
         self.inputs = [a.name for a in op.schema.arguments if a.type.is_tensor]
         self.scalars = [a.name for a in op.schema.arguments if a.type.base == "Scalar"]
         pw = op.pointwise
@@ -509,13 +510,15 @@ def render_all(root=ROOT):
     for v in st_views:
         v.meta_alias = aliases[v.meta_module]
 
+    shards = {}
+    for v in pw_views:
+        shards.setdefault(v.shard, []).append(v)
     files = {
-        "generated/pointwise.c": env.get_template("pointwise.c.j2").render(header=HEADER, ops=pw_views),
         # the same bodies as CUDA kernels (compiled at run time by pytorchlite/cuda/_nvrtc.py)
         "generated/pointwise.cu": env.get_template("pointwise.cu.j2").render(header=HEADER, ops=pw_views),
-        "generated/cdefs.h": env.get_template("cdefs.h.j2").render(header=HEADER, ops=pw_views),
         "generated/dispatch.py": env.get_template("dispatch.py.j2").render(
-            header=HEADER, ops=dispatch_ops, check_modules=sorted({v.check_module for v in pw_views if v.check})),
+            header=HEADER, ops=dispatch_ops, shards=sorted(shards),
+            check_modules=sorted({v.check_module for v in pw_views if v.check})),
         "generated/functions.py": env.get_template("functions.py.j2").render(
             header=HEADER, ops=bindings, exports=sorted(exports.items()), methods=methods,
             py_operators=py_operators, fast_ops=fast_ops),
@@ -524,6 +527,15 @@ def render_all(root=ROOT):
             header=HEADER, views=st_views, meta_modules=[(m, aliases[m]) for m in meta_modules]),
         "generated/autograd_nodes.py": render_nodes(env, derivs),
     }
+    # one C file per pointwise operator and one prototype header per extension shard, so
+    # that a new operator compiles only its own loops and its shard's small wrapper (see
+    # codegen/layout.py)
+    pw_c = env.get_template("pointwise.c.j2")
+    for v in pw_views:
+        files[layout.pw_source(v.name)] = pw_c.render(header=HEADER, ops=[v])
+    cdefs = env.get_template("cdefs.h.j2")
+    for shard, views in shards.items():
+        files[layout.pw_header(shard)] = cdefs.render(header=HEADER, ops=views)
     return files
 
 
@@ -542,11 +554,34 @@ def write_if_changed(path, content):
     return True
 
 
+# generated/ also holds what the build writes (extensions, stamps, bytecode); files of
+# these kinds are codegen's own, so one that render_all no longer produces (an operator
+# removed or renamed) is stale
+_OUTPUT_SUFFIXES = (".py", ".c", ".h", ".cu")
+
+
+def stale_outputs(out_root, files):
+    """Codegen's files under out_root/generated that are not in `files` (relative paths)."""
+    stale = []
+    for dirpath, dirnames, filenames in os.walk(os.path.join(out_root, "generated")):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for name in filenames:
+            rel = os.path.relpath(os.path.join(dirpath, name), out_root).replace(os.sep, "/")
+            if name.endswith(_OUTPUT_SUFFIXES) and rel not in files:
+                stale.append(rel)
+    return sorted(stale)
+
+
 def generate(root=ROOT, out_root=None):
-    """Write generated/ under out_root (default: root). Returns the changed paths."""
+    """Write generated/ under out_root (default: root) and remove the files it no longer
+    produces. Returns the changed paths (written or removed)."""
     out_root = out_root or root
+    files = render_all(root)
     changed = []
-    for rel, content in sorted(render_all(root).items()):
+    for rel, content in sorted(files.items()):
         if write_if_changed(os.path.join(out_root, rel), content):
             changed.append(rel)
+    for rel in stale_outputs(out_root, files):
+        os.remove(os.path.join(out_root, rel))
+        changed.append(rel)
     return changed

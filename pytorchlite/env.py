@@ -130,16 +130,22 @@ def _extension_compiler():
 
 def _load_codegen_build():
     """codegen/build.py of the checkout this pytorchlite runs from, or None (an installed
-    package has no codegen/). It is loaded by path: codegen never imports pytorchlite, and
-    it only needs the standard library at import time."""
+    package has no codegen/). The package is loaded by path under a private name: codegen
+    never imports pytorchlite, and build.py only needs the standard library at import time."""
+    import importlib
     import importlib.util
-    path = os.path.join(os.path.dirname(_HERE), "codegen", "build.py")
-    if not os.path.exists(path):
+    import sys
+    path = os.path.join(os.path.dirname(_HERE), "codegen")
+    if not os.path.exists(os.path.join(path, "build.py")):
         return None
-    spec = importlib.util.spec_from_file_location("_pytorchlite_env_codegen_build", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    name = "_pytorchlite_env_codegen"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(path, "__init__.py"),
+                                                      submodule_search_locations=[path])
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return importlib.import_module(name + ".build")
 
 
 def _build_flags():
@@ -157,17 +163,14 @@ def _extension_state():
     if build is None:
         return path
     root = os.path.dirname(_HERE)
-    stamp_file = os.path.join(root, "generated", "_C.stamp")
     if os.path.abspath(os.path.dirname(path)) != os.path.join(root, "generated"):
         return path
     try:
-        with open(stamp_file, encoding="utf-8") as f:
-            built = f.read().strip()
-        current = build._stamp(root)
-    except OSError:
-        return f"{path} (no build stamp: cannot tell whether it matches the sources)"
-    state = "up to date with the sources" if built == current else \
-        "STALE: the sources changed since it was built; run `python -m codegen`"
+        stale = build.stale(root)
+    except (OSError, RuntimeError) as e:
+        return f"{path} (cannot tell whether it matches the sources: {e})"
+    state = "up to date with the sources" if not stale else \
+        f"STALE: not built from the current sources: {', '.join(m.rsplit('.', 1)[1] for m in stale)}; run `python -m codegen`"
     return f"{path} ({state})"
 
 
