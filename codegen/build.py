@@ -31,6 +31,7 @@ import re
 import shlex
 import subprocess
 import sysconfig
+import threading
 from dataclasses import dataclass, field
 
 from . import layout
@@ -278,15 +279,21 @@ def _types_ffi():
     return ffi
 
 
+# cffi parses every cdef with one shared pycparser instance, which is not thread-safe; the
+# compilers still run in parallel
+_CFFI_LOCK = threading.Lock()
+
+
 def _emit_wrapper(obj, c_path):
     import cffi
     from cffi.recompiler import make_c_source   # ffi.emit_c_code, without its print
     module, cdef, prelude, includes_main = obj.wrapper
-    ffi = cffi.FFI()
-    if includes_main:
-        ffi.include(_types_ffi())
-    ffi.cdef(cdef)
-    make_c_source(ffi, module, prelude, c_path)
+    with _CFFI_LOCK:
+        ffi = cffi.FFI()
+        if includes_main:
+            ffi.include(_types_ffi())
+        ffi.cdef(cdef)
+        make_c_source(ffi, module, prelude, c_path)
 
 
 def _compile(root, tc, cache, obj, verbose):
