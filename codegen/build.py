@@ -24,6 +24,7 @@ nothing else needs to know about it.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import glob
 import hashlib
 import os
@@ -214,6 +215,7 @@ class _Extension:
         return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=None)
 def _cffi_version():
     from importlib.metadata import version
     return version("cffi")
