@@ -10,7 +10,8 @@ object cache build/ptl-obj; without them the copy is built first, which takes mi
 and `python -m codegen` runs there once so the copy starts up to date. Then, in order:
 
   (d) `python -m codegen` with nothing changed;
-  (a) a new pointwise operator in ops.yaml and its derivative in derivatives.yaml, then
+  (a) a new pointwise operator in ops.yaml, before the first pointwise entry (so every
+      entry below moves down), and its derivative in derivatives.yaml likewise, then
       codegen, then a fresh `import pytorchlite` that calls it and its backward;
   (b) a new composite operator, then codegen and an import that calls it;
   (c) the derivative formula of (a)'s operator rewritten, then codegen and an import
@@ -109,6 +110,18 @@ class Runner:
         with open(os.path.join(self.tree, rel), "a", encoding="utf-8") as f:
             f.write(text)
 
+    def insert_before(self, rel, text, entry_start, marker):
+        """Put an entry before the first entry of a YAML file that contains `marker`, where
+        a new operator goes beside its kind: every entry below it moves down."""
+        path = os.path.join(self.tree, rel)
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().split("\n")
+        starts = [i for i, line in enumerate(lines) if line.startswith(entry_start)] + [len(lines)]
+        at = next(a for a, b in zip(starts, starts[1:]) if any(marker in line for line in lines[a:b]))
+        lines[at:at] = text.strip("\n").split("\n") + [""]
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
+
     def replace(self, rel, old, new):
         path = os.path.join(self.tree, rel)
         with open(path, encoding="utf-8") as f:
@@ -145,8 +158,8 @@ def measure(tree):
     results["noop"] = r.timed(lambda: None, None)
 
     def add():
-        r.append("ops.yaml", NEW_POINTWISE)
-        r.append("derivatives.yaml", NEW_DERIVATIVE)
+        r.insert_before("ops.yaml", NEW_POINTWISE, "- func:", "  pointwise:")
+        r.insert_before("derivatives.yaml", NEW_DERIVATIVE, "- name:", "auto_element_wise")
     results["add"] = r.timed(add, CALL_POINTWISE)
     results["composite"] = r.timed(lambda: r.append("ops.yaml", NEW_COMPOSITE), CALL_COMPOSITE)
     results["derivative"] = r.timed(lambda: r.replace("derivatives.yaml", *CHANGED_DERIVATIVE), CALL_DERIVATIVE,

@@ -11,6 +11,7 @@ import pytest
 
 from codegen import build, layout
 from codegen.gen import generate
+from codegen.model import load_ops
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -57,10 +58,14 @@ def test_object_keys_do_not_depend_on_where_the_tree_is(tmp_path):
 
 
 def test_a_new_pointwise_operator_changes_one_file_and_one_wrapper(tmp_path):
+    """Declared before the first pointwise entry of ops.yaml: every entry below it moves
+    down, and nothing of theirs may recompile for that."""
     tree = _sources(tmp_path)
     before = _keys(tree)
-    with open(tree / "ops.yaml", "a", encoding="utf-8") as f:
-        f.write(NEW_OP)
+    first = next(op for op in load_ops(str(tree / "ops.yaml")) if op.kind == "pointwise")
+    lines = (tree / "ops.yaml").read_text(encoding="utf-8").split("\n")
+    lines[first.line - 1:first.line - 1] = NEW_OP.strip("\n").split("\n") + [""]
+    (tree / "ops.yaml").write_text("\n".join(lines), encoding="utf-8")
     changed = generate(str(tree))
     shard = layout.pw_shard("cube_plus")
     assert set(changed) == {"generated/dispatch.py", "generated/functions.py", "generated/pointwise.cu",
