@@ -61,8 +61,13 @@ class Backend:
         """Order a DLPack consumer's `stream` after the work queued on `tensor`."""
 
     def dlpack_device_type(self):
-        """This device type's DLPack code (kDLCPU = 1, kDLCUDA = 2, ...)."""
-        raise self._missing("DLPack export")
+        """This device type's DLPack code (kDLCPU = 1, kDLCUDA = 2, ...), None without DLPack."""
+        return None
+
+    def dlpack_consumer_stream(self, index):
+        """The stream integer a DLPack producer should order its work before, when a tensor
+        of this device type is imported (None: no ordering)."""
+        return None
 
     def pinned_memory_available(self):
         return False

@@ -504,12 +504,14 @@ def from_dlpack_capsule(capsule):
     return imported
 
 
-def from_dlpack_object(obj, *, max_version=(1, 1)):
-    """Import any object implementing __dlpack__/__dlpack_device__ (CPU only).
+def from_dlpack_object(obj, *, max_version=(1, 1), stream=None, accept=(kDLCPU,)):
+    """Import any object implementing __dlpack__/__dlpack_device__.
 
     Asks for a versioned capsule with `max_version` and falls back to the
-    argument-less legacy call if the producer rejects the keyword (TypeError).
-    A device other than kDLCPU raises BufferError naming the device.
+    argument-less legacy call if the producer rejects the keyword (TypeError). A device
+    type not in `accept` raises BufferError naming the device. For an accelerator,
+    `stream` is the consumer's stream (DLPack's integer convention): the producer orders
+    its pending work before it.
     """
     dev_fn = getattr(obj, "__dlpack_device__", None)
     dlpack_fn = getattr(obj, "__dlpack__", None)
@@ -517,16 +519,19 @@ def from_dlpack_object(obj, *, max_version=(1, 1)):
         raise TypeError(f"from_dlpack: {type(obj).__name__} does not implement the DLPack "
                         "protocol (__dlpack__ and __dlpack_device__)")
     device_type, device_id = (int(v) for v in dev_fn())
-    if device_type != kDLCPU:
+    if device_type not in accept:
         raise BufferError("from_dlpack: only CPU tensors can be imported, got a tensor on "
-                          + _device_str(device_type, device_id))
+                          + _device_str(device_type, device_id) if accept == (kDLCPU,) else
+                          "from_dlpack: no backend imports tensors on " + _device_str(device_type, device_id))
+    kwargs = {} if device_type == kDLCPU or stream is None else {"stream": stream}
     try:
-        capsule = dlpack_fn(max_version=max_version)
+        capsule = dlpack_fn(max_version=max_version, **kwargs)
     except TypeError:
-        capsule = dlpack_fn()     # producer predates the max_version keyword
+        capsule = dlpack_fn(**kwargs)     # producer predates the max_version keyword
     imported = from_dlpack_capsule(capsule)
-    if imported.device_type != kDLCPU:
+    if imported.device_type != device_type:
         desc = _device_str(imported.device_type, imported.device_id)
         del imported   # releases the producer's memory
-        raise BufferError(f"from_dlpack: __dlpack_device__ said CPU but the capsule is on {desc}")
+        raise BufferError(f"from_dlpack: __dlpack_device__ said {_device_str(device_type, device_id)} but the "
+                          f"capsule is on {desc}")
     return imported

@@ -49,15 +49,22 @@ def from_dlpack(ext_tensor):
     from pytorchlite import _dlpack
     if isinstance(ext_tensor, Tensor):
         return ext_tensor
+    backends = {_backends.get(t).dlpack_device_type(): t for t in _backends.registered()
+                if _backends.get(t).dlpack_device_type() is not None}
     if hasattr(ext_tensor, "__dlpack__"):
-        imp = _dlpack.from_dlpack_object(ext_tensor)
+        stream = None
+        code, index = (int(v) for v in ext_tensor.__dlpack_device__())
+        if code != DLDeviceType.kDLCPU and code in backends:
+            # the producer orders its pending work before our current stream
+            stream = _backends.get(backends[code]).dlpack_consumer_stream(index)
+        imp = _dlpack.from_dlpack_object(ext_tensor, stream=stream, accept=tuple(backends))
     else:
         imp = _dlpack.from_dlpack_capsule(ext_tensor)
     dt = D.BY_CODE[imp.dtype_code]
-    if imp.device_type == 1:
+    if imp.device_type == DLDeviceType.kDLCPU:
         dev = CPU
-    elif imp.device_type == 2:
-        dev = _device("cuda", imp.device_id)
+    elif imp.device_type in backends:
+        dev = _device(backends[imp.device_type], imp.device_id)
     else:
         raise BufferError(f"from_dlpack: unsupported device type {imp.device_type}")
     if any(s < 0 for s in imp.strides):

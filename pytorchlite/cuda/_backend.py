@@ -56,6 +56,13 @@ class CudaBackend(_backends.Backend):
     def dlpack_device_type(self):
         return 2   # kDLCUDA
 
+    def dlpack_consumer_stream(self, index):
+        # DLPack: 1 is the legacy default stream (0 is ambiguous and not allowed)
+        from pytorchlite.cuda import _runtime
+        self.lazy_init()
+        handle = int(_runtime.current_stream_handle(index))
+        return 1 if handle == 0 else handle
+
     def pinned_memory_available(self):
         return self.is_available()
 

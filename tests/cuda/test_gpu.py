@@ -580,7 +580,7 @@ class TestDLPack:
         assert tuple(ty.stride()) == y.t().stride()
         ty.add_(5)
         torch.cuda.synchronize()
-        assert y.cpu().tolist() == ty.cpu().tolist()
+        assert y.t().cpu().tolist() == ty.cpu().tolist()   # ty views y transposed
 
     def test_import_from_torch_shares_memory(self):
         torch = _torch_cuda()
