@@ -28,7 +28,10 @@ import os
 import re
 from dataclasses import dataclass
 
-DEVICES = ("cpu",)
+DEVICES = ("cpu", "cuda")
+# devices whose impl is a Python launcher of the backend's kernels (resolved through the
+# device registry), not a C call through cffi
+LAUNCHER_DEVICES = ("cuda",)
 _POINTER = re.compile(r"^(const\s+)?(int64_t|int32_t|double|float|uint8_t|void|int)\s*\*$")
 _SCALAR_INT = ("int", "int32_t", "int64_t", "uint64_t", "uint32_t", "intptr_t")
 _SCALAR_FLOAT = ("double", "float")
@@ -134,7 +137,10 @@ def parse(raw, schema, fail):
         if dev not in DEVICES:
             raise fail(f"structured: unknown key '{dev}' (known: meta, precomputed, {', '.join(DEVICES)})")
         src = raw[dev]
-        if not isinstance(src, str):
+        if dev in LAUNCHER_DEVICES:
+            if not isinstance(src, str) or "." not in src or "(" in src:
+                raise fail(f"structured: {dev} must name the backend's launcher as 'module.function', got {src!r}")
+        elif not isinstance(src, str):
             raise fail(f"structured: {dev} must be a C call such as ptl_f(x=self, y=result)")
         calls.append((dev, src))
     if not calls:
@@ -247,7 +253,9 @@ def _binding(p, node, text, tensors, scalars, precomputed, fail):
 # --- rendering --------------------------------------------------------------------------------
 
 class StructuredView:
-    """What generated/structured.py needs of one structured operator."""
+    """What generated/structured.py needs of one structured operator on one device."""
+
+    launcher = None
 
     def __init__(self, op, call):
         schema = op.schema
@@ -270,6 +278,13 @@ class StructuredView:
             self.device_expr = "_a.factory_device(device)"
         else:
             self.device_expr = "_CPU"
+        if isinstance(call, Launcher):
+            # every tensor argument goes to the launcher contiguous, in the compute dtype
+            self.launcher = call.target
+            self.inputs = [(t, True) for t in self.tensor_args]
+            self.ndesc = 0
+            self.args = []
+            return
         self.function = call.function
         uses = {}
         for b in call.bindings:
@@ -316,6 +331,14 @@ def _t(name, outputs):
     return f"_o_{name}" if name in outputs else f"_i_{name}"
 
 
+@dataclass(frozen=True)
+class Launcher:
+    """A device whose impl is the backend's Python launcher: called with the meta result,
+    the prepared inputs and the allocated outputs, by name."""
+    device: str
+    target: str
+
+
 def views(ops, root):
     """Check every structured call against kernels/cdefs.h; the views to render."""
     protos = load_prototypes(root)
@@ -324,6 +347,9 @@ def views(ops, root):
         if op.structured is None:
             continue
         for dev, src in op.structured.calls:
-            call = check_call(op.where, op.schema, op.structured.precomputed, dev, src, protos)
+            if dev in LAUNCHER_DEVICES:
+                call = Launcher(dev, src)
+            else:
+                call = check_call(op.where, op.schema, op.structured.precomputed, dev, src, protos)
             out.append(StructuredView(op, call))
     return out

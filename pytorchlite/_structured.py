@@ -14,6 +14,7 @@ A structured operator is written in two parts, as torchgen's `structured: True` 
 The helpers below are what the generated impls call.
 """
 
+from pytorchlite import _backends
 from pytorchlite._C import check, ffi, lib
 from pytorchlite._core import (
     TensorBase, addr, contiguous_strides, copy_into, empty, make, numel, to_dtype,
@@ -144,3 +145,15 @@ def address(t):
 def size(t):
     return numel(t._shape)
 
+
+_LAUNCHERS = {}
+
+
+def launcher(device_type, target):
+    """The launcher ops.yaml names for a device type (`cuda: module.function`), resolved
+    once through the device registry: generated code never imports a backend."""
+    key = (device_type, target)
+    fn = _LAUNCHERS.get(key)
+    if fn is None:
+        fn = _LAUNCHERS[key] = _backends.get(device_type).resolve(target)
+    return fn

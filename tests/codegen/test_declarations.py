@@ -225,3 +225,14 @@ def test_pointwise_rules_belong_to_pointwise_entries(tmp_path):
           kernel_name: f_cpu
     """)
     assert "'kernel_name' belongs to pointwise entries only" in msg
+
+
+def test_a_launcher_device_names_a_python_function(tmp_path):
+    text = GOOD + "        cuda: pytorchlite.cuda._kernels.rows\n"
+    views = {v.device: v for v in _views(tmp_path, text)}
+    assert views["cuda"].launcher == "pytorchlite.cuda._kernels.rows"
+    assert views["cuda"].inputs == [("self", True)] and views["cuda"].outputs == ["result"]
+    (op,) = _load(tmp_path, text)
+    assert dict(op.kernels)["cuda"] == "pytorchlite.generated.structured.rows__cuda"
+    bad = GOOD + "        cuda: ptl_rows(x=self)\n"
+    assert "must name the backend's launcher as 'module.function'" in _error(_load, tmp_path, bad)
