@@ -35,7 +35,7 @@ import sysconfig
 import threading
 from dataclasses import dataclass, field
 
-from . import layout
+from . import abi, layout
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -55,17 +55,9 @@ INCLUDE_DIRS = ["kernels", "generated"]   # relative to the tree
 EXT_SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
 MAIN_MODULE = "pytorchlite.generated._C"
 
-# The descriptor structs as cffi must see them (kernels/ptl.h holds the C definitions).
-CFFI_TYPES = """
-typedef struct {
-    void *data;
-    int32_t dtype;
-    int32_t ndim;
-    int64_t sizes[16];
-    int64_t strides[16];
-} ptl_tensor;
-typedef struct { double d; int64_t i; } ptl_scalar;
-"""
+# The descriptor structs as cffi must see them (codegen/abi.py declares them once;
+# generated/ptl_abi.h holds the C definitions).
+CFFI_TYPES = abi.cffi_types()
 
 # the object cache: PTL_BUILD_CACHE, or build/ptl-obj in the tree
 CACHE_ENV = "PTL_BUILD_CACHE"

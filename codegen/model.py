@@ -14,7 +14,7 @@ from typing import Optional
 
 import yaml
 
-from . import cexpr, operators as pyops, structured as structured_mod
+from . import abi, cexpr, operators as pyops, structured as structured_mod
 from .schema import FunctionSchema, SchemaError, parse_schema
 
 # dtype groups a pointwise entry may name in `dtypes:`
@@ -25,6 +25,7 @@ DTYPE_GROUPS = {
 }
 DTYPE_GROUPS["all"] = DTYPE_GROUPS["bool"] + DTYPE_GROUPS["integral"] + DTYPE_GROUPS["floating"]
 ALL_DTYPES = DTYPE_GROUPS["all"]
+assert ALL_DTYPES == tuple(d[0] for d in abi.DTYPES), "DTYPE_GROUPS must list the dtypes in codegen/abi.py's order"
 DTYPE_CLASS = {d: ("b" if d == "bool" else "i" if d in DTYPE_GROUPS["integral"] else "f")
                for d in ALL_DTYPES}
 PROMOTIONS = ("default", "int_to_float", "bool_out", "int_out", "first", "where")

@@ -2,7 +2,8 @@
  *
  * A kernel receives descriptors (data pointer with the storage offset applied, dtype,
  * ndim, sizes, strides in elements) and plain scalars. It knows nothing of Python.
- * The dtype codes match pytorchlite/_dtype.py.
+ * The dtype and status codes and the descriptor come from generated/ptl_abi.h
+ * (codegen/abi.py), which Python reads too.
  */
 #ifndef PTL_H
 #define PTL_H
@@ -12,28 +13,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ptl_common.h"   /* types, ptl_scalar, bfloat16, the math of pointwise bodies */
-
-enum ptl_dtype {
-    PTL_BOOL = 0, PTL_U8 = 1, PTL_I8 = 2, PTL_I16 = 3, PTL_I32 = 4, PTL_I64 = 5,
-    PTL_F16 = 6, PTL_BF16 = 7, PTL_F32 = 8, PTL_F64 = 9, PTL_NUM_DTYPES = 10
-};
-
-/* Error codes returned by kernels; Python turns them into exceptions that name the op. */
-enum ptl_status {
-    PTL_OK = 0, PTL_ERR_DTYPE = 1, PTL_ERR_NDIM = 2, PTL_ERR_ZERO_DIV = 3, PTL_ERR_ALLOC = 4,
-    PTL_ERR_INDEX = 5, PTL_ERR_ARG = 6
-};
-
-typedef struct {
-    void *data;
-    int32_t dtype;
-    int32_t ndim;
-    int64_t sizes[PTL_MAX_DIMS];
-    int64_t strides[PTL_MAX_DIMS];
-} ptl_tensor;
-
-static const int ptl_itemsize[PTL_NUM_DTYPES] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+#include "ptl_common.h"   /* the ABI (dtype and status codes, ptl_tensor, ptl_scalar), bfloat16,
+                             the math of pointwise bodies */
 
 /* ---- float16: stored as 16 bits, computed in float, rounded on store --------------- */
 

@@ -92,14 +92,9 @@ PTL_FN uint32_t ptl_f2bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 
 #endif
 
-#define PTL_MAX_DIMS 16
-
-/* A Python scalar as a kernel argument: both views, so integer kernels never go
- * through double (int64 values above 2^53 stay exact). */
-typedef struct {
-    double d;
-    int64_t i;
-} ptl_scalar;
+/* dtype and status codes, PTL_MAX_DIMS, ptl_scalar and ptl_tensor: declared once in
+ * codegen/abi.py, shared with Python */
+#include "ptl_abi.h"
 
 /* ---- bfloat16: stored as 16 bits, computed in float, rounded on store ------------------ */
 

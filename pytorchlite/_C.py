@@ -37,27 +37,19 @@ except ImportError as e:  # pragma: no cover - an install problem, said plainly
         "pytorchlite's compiled kernels are missing or stale: run `pip install -e .` or "
         f"`python -m codegen` in the source tree{hint}. Original error: {e}") from e
 
-# the descriptor's dimension limit (PTL_MAX_DIMS in kernels/ptl_common.h)
-MAX_DIMS = 16
+from pytorchlite.generated import abi as _abi  # noqa: E402
 
-STATUS = {
-    1: "dtype not supported by the kernel",
-    2: "too many dimensions",
-    3: "division by zero",
-    4: "out of memory",
-    5: "index out of range",
-    6: "invalid argument",
-}
+MAX_DIMS = _abi.MAX_DIMS    # the descriptor's dimension limit
+STATUS = _abi.STATUS        # kernel status code -> (exception name, message)
+_EXCEPTIONS = {"RuntimeError": RuntimeError, "ZeroDivisionError": ZeroDivisionError, "MemoryError": MemoryError,
+               "IndexError": IndexError}
 
 
 def check(status, op):
     """Turn a kernel's status code into the exception PyTorch would raise."""
     if status == 0:
         return
-    if status == 3:
-        raise ZeroDivisionError("ZeroDivisionError")
-    if status == 5:
-        raise IndexError(f"{op}(): index out of range")
-    if status == 4:
-        raise MemoryError(f"{op}(): out of memory")
-    raise RuntimeError(f"{op}(): {STATUS.get(status, f'kernel failed with status {status}')}")
+    exc, msg = STATUS.get(status, ("RuntimeError", f"kernel failed with status {status}"))
+    if exc == "ZeroDivisionError":
+        raise ZeroDivisionError(msg)
+    raise _EXCEPTIONS[exc](f"{op}(): {msg}")

@@ -1,12 +1,14 @@
 """Dtypes, the promotion lattice, and the default dtype.
 
-The numeric codes are shared with the C kernels (`kernels/ptl.h`, enum ptl_dtype):
-keep the two in the same order.
+The numeric codes and item sizes are the kernels' (codegen/abi.py declares them once;
+generated/abi.py and generated/ptl_abi.h carry them to Python and C).
 """
 
 import threading
 
 import numpy as np
+
+from pytorchlite.generated import abi as _abi
 
 __all__ = [
     "dtype", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
@@ -58,22 +60,28 @@ def _by_name(name):
     return _BY_NAME[name]
 
 
-bool = dtype("bool", 0, 1, 0, 0, np.dtype(np.bool_), "Bool")
-uint8 = dtype("uint8", 1, 1, 1, 0, np.dtype(np.uint8), "Byte")
-int8 = dtype("int8", 2, 1, 1, 1, np.dtype(np.int8), "Char")
-int16 = dtype("int16", 3, 2, 1, 2, np.dtype(np.int16), "Short")
-int32 = dtype("int32", 4, 4, 1, 3, np.dtype(np.int32), "Int")
-int64 = dtype("int64", 5, 8, 1, 4, np.dtype(np.int64), "Long")
-float16 = dtype("float16", 6, 2, 2, 0, np.dtype(np.float16), "Half")
-bfloat16 = dtype("bfloat16", 7, 2, 2, 0, None, "BFloat16")
-float32 = dtype("float32", 8, 4, 2, 1, np.dtype(np.float32), "Float")
-float64 = dtype("float64", 9, 8, 2, 2, np.dtype(np.float64), "Double")
+def _declared(name, category, rank, np_dtype, torch_name):
+    """A dtype with the code and itemsize the kernels use (codegen/abi.py, generated/abi.py)."""
+    code, itemsize, _suffix = _abi.DTYPES[name]
+    return dtype(name, code, itemsize, category, rank, np_dtype, torch_name)
+
+
+bool = _declared("bool", 0, 0, np.dtype(np.bool_), "Bool")
+uint8 = _declared("uint8", 1, 0, np.dtype(np.uint8), "Byte")
+int8 = _declared("int8", 1, 1, np.dtype(np.int8), "Char")
+int16 = _declared("int16", 1, 2, np.dtype(np.int16), "Short")
+int32 = _declared("int32", 1, 3, np.dtype(np.int32), "Int")
+int64 = _declared("int64", 1, 4, np.dtype(np.int64), "Long")
+float16 = _declared("float16", 2, 0, np.dtype(np.float16), "Half")
+bfloat16 = _declared("bfloat16", 2, 0, None, "BFloat16")
+float32 = _declared("float32", 2, 1, np.dtype(np.float32), "Float")
+float64 = _declared("float64", 2, 2, np.dtype(np.float64), "Double")
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
 
 ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
-BY_CODE = ALL_DTYPES
+BY_CODE = tuple(sorted(ALL_DTYPES, key=lambda d: d.code))   # BY_CODE[code] is that dtype
 _BY_NAME = {d.name: d for d in ALL_DTYPES}
 FLOATING = (float16, bfloat16, float32, float64)
 INTEGRAL = (uint8, int8, int16, int32, int64)

@@ -25,17 +25,18 @@ import struct
 import threading
 
 from pytorchlite.cuda import _nvrtc
+from pytorchlite.generated import abi as _abi
 
-MAX_DIMS = 16
+MAX_DIMS = _abi.MAX_DIMS
 BLOCK = 256                     # PTL_BLOCK in the .cu sources
 INT32_MAX = 2 ** 31 - 1
 BLOCKS_PER_SM = 32              # grid-stride loops: more blocks than this buys nothing
 
 DEBUG_ENV = "PTL_CUDA_LAUNCH_BLOCKING"
 
-# dtype code (kernels/ptl.h) -> kernel-name suffix
-SUFFIX = ("b8", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64")
-ITEMSIZE = (1, 1, 1, 2, 4, 8, 2, 2, 4, 8)
+# dtype code -> kernel-name suffix and itemsize (codegen/abi.py)
+SUFFIX = _abi.SUFFIX
+ITEMSIZE = tuple(size for _code, size, _sfx in _abi.DTYPES.values())
 
 
 def launch_blocking():

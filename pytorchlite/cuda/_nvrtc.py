@@ -21,7 +21,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 KERNEL_DIR = os.path.join(ROOT, "kernels", "cuda")
 # the headers the C kernels share with the CUDA ones (kernels/ptl_common.h, ptl_philox.h)
 SHARED_DIR = os.path.join(ROOT, "kernels")
-INCLUDE_DIRS = (KERNEL_DIR, SHARED_DIR)
+# generated/ holds ptl_abi.h (codegen/abi.py: codes, limits and structs shared with Python)
+GENERATED_DIR = os.path.join(ROOT, "generated")
+INCLUDE_DIRS = (KERNEL_DIR, SHARED_DIR, GENERATED_DIR)
 GENERATED_DIR = os.path.join(ROOT, "generated")
 
 # name -> (path, extra NVRTC options). philox.cu reproduces the CPU's float arithmetic bit
