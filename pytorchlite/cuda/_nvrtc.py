@@ -24,7 +24,6 @@ SHARED_DIR = os.path.join(ROOT, "kernels")
 # generated/ holds ptl_abi.h (codegen/abi.py: codes, limits and structs shared with Python)
 GENERATED_DIR = os.path.join(ROOT, "generated")
 INCLUDE_DIRS = (KERNEL_DIR, SHARED_DIR, GENERATED_DIR)
-GENERATED_DIR = os.path.join(ROOT, "generated")
 
 # name -> (path, extra NVRTC options). philox.cu reproduces the CPU's float arithmetic bit
 # for bit, so it must not contract a * b + c into fused multiply-adds.

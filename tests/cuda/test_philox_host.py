@@ -34,7 +34,8 @@ class UBound(ctypes.Structure):
 def phx(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("philox") / "philox_host.so")
     cmd = ["gcc", "-O2", "-std=gnu11", "-Wall", "-Werror", "-ffp-contract=off", "-DPTL_PHILOX_HOST_TEST",
-           "-I" + os.path.join(ROOT, "kernels"), "-shared", "-fPIC", "-x", "c", SRC, "-o", out, "-lm"]
+           "-I" + os.path.join(ROOT, "kernels"),
+           "-I" + os.path.join(ROOT, "generated"), "-shared", "-fPIC", "-x", "c", SRC, "-o", out, "-lm"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     so = ctypes.CDLL(out)
