@@ -1,0 +1,182 @@
+"""The argument parser of a name with several overloads (`max`, `max.dim`, `max.other`).
+
+Each overload keeps the binding gen.py writes for it (named `_o_max_dim`, `_om_max_dim`
+for the method); the public `max` and `Tensor.max` become a thin parser over them, as
+PyTorch's python_arg_parser: the overloads are tried in declaration order, each by a
+matcher function with that overload's Python signature (so Python itself binds positional
+and keyword arguments) whose body checks the types (pytorchlite/_overloads.py); the first
+that fits gets the call, unchanged. When none fits, the parser raises PyTorch's error from
+the signatures below, printed as PyTorch prints them.
+
+A name with one overload keeps its plain binding: nothing here runs on its calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# per schema type: (predicate in pytorchlite/_overloads.py, the name PyTorch's errors use)
+_SCALAR_KEYS = {
+    "Scalar": ("scalar", "Number"), "int": ("int", "int"), "SymInt": ("symint", "int"),
+    "float": ("float", "float"), "bool": ("bool", "bool"), "str": ("str", "str"),
+    "ScalarType": ("dtype", "pytorchlite.dtype"), "Device": ("device", "pytorchlite.device"),
+    "Generator": ("generator", "pytorchlite.Generator"), "Layout": ("any", "pytorchlite.layout"),
+    "MemoryFormat": ("any", "pytorchlite.memory_format"), "Dimname": ("any", "name"),
+}
+_LIST_KEYS = {
+    "Tensor": ("tensor_list", "tuple of Tensors"), "int": ("int_list", "tuple of ints"),
+    "SymInt": ("symint_list", "tuple of ints"), "float": ("float_list", "tuple of floats"),
+    "bool": ("any", "tuple of bools"),
+}
+_LISTS = ("int_list", "symint_list", "float_list", "tensor_list")
+
+
+def type_key(arg, tensor_scalar):
+    """(predicate key, PyTorch's type name) of one schema argument."""
+    t = arg.type
+    if t.is_tensor:
+        return ("tensor_or_number" if tensor_scalar else "tensor"), "Tensor"
+    if t.is_list:
+        return _LIST_KEYS[t.base]
+    return _SCALAR_KEYS[t.base]
+
+
+def _display_default(arg):
+    d = arg.default
+    if d.startswith("[") and d.endswith("]"):
+        return "{" + d[1:-1] + "}"      # PyTorch prints C++ initialiser lists
+    return d
+
+
+@dataclass
+class Param:
+    name: str           # the Python keyword
+    type_name: str
+    key: str
+    size: int
+    optional: bool      # has a default
+    allow_none: bool
+    kwonly: bool
+    default: str = ""   # as PyTorch prints it
+
+    def spec(self):
+        return (self.name, self.type_name, self.key, self.size, self.optional, self.allow_none, self.kwonly)
+
+
+def params_of(op, method, with_out, pyname):
+    """The parameters PyTorch's parser sees for one form of an operator: `self` is
+    `input` in the function form and absent from the method form; out= comes last."""
+    out = []
+    ts = set(op.tensor_scalars)
+    for a in op.schema.arguments:
+        if a in op.schema.out_arguments or (method and a.name == "self"):
+            continue
+        key, tname = type_key(a, a.name in ts)
+        allow_none = a.type.optional or a.default == "None"
+        out.append(Param(pyname(a), tname, key, a.type.size or 0, a.default is not None, allow_none,
+                         a in op.schema.kwonly, _display_default(a) if a.default is not None else ""))
+    if with_out:
+        multi = len(op.schema.returns) > 1
+        out.append(Param("out", "tuple of Tensors" if multi else "Tensor", "tensor_list" if multi else "tensor",
+                         0, True, True, True, "None"))
+    return out
+
+
+def signature_text(params):
+    """`(Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = None)`"""
+    parts, star = [], False
+    for p in params:
+        if p.kwonly and not star:
+            parts.append("*")
+            star = True
+        parts.append(f"{p.type_name} {p.name}" + (f" = {p.default}" if p.optional else ""))
+    return "(" + ", ".join(parts) + ")"
+
+
+def _check_expr(p, var):
+    if p.key == "tensor":
+        test = f"isinstance({var}, _Tensor)"
+    elif p.key == "bool":
+        test = f"{var}.__class__ is _bool"
+    elif p.key == "int":
+        test = f"({var}.__class__ is _int or _ov.is_int({var}))"
+    elif p.key == "any":
+        return None
+    elif p.key in _LISTS:
+        test = f"_ov.is_{p.key}({var}, {p.size})"
+    else:
+        test = f"_ov.is_{p.key}({var})"
+    return f"({var} is None or {test})" if p.allow_none else test
+
+
+@dataclass
+class Member:
+    op: object
+    binding: str        # the overload's own binding, which gets the call
+    matcher: str
+    matcher_signature: str
+    params: list
+    varargs: str        # the name of a varargs int[] argument, or ""
+    checks: list = field(default_factory=list)
+
+    @property
+    def min_args(self):
+        return sum(1 for p in self.params if not p.optional)
+
+    @property
+    def max_args(self):
+        return None if self.varargs else len(self.params)
+
+
+@dataclass
+class Dispatcher:
+    """One public name's parser: `max` (function) or `_m_max` (method)."""
+    pyname: str
+    public: str         # the name in errors
+    method: bool
+    members: list
+    doc: str = ""
+
+    @property
+    def table(self):
+        return f"_P_{self.pyname}"
+
+    def lines(self):
+        """The body of the parser (after its docstring)."""
+        lines = ["_n = len(args) + len(kwargs)"]
+        call_prefix = "self, " if self.method else ""
+        for m in self.members:
+            lo, hi = m.min_args, m.max_args
+            if hi is None:
+                cond = f"_n >= {lo}"
+            elif lo == hi:
+                cond = f"_n == {lo}"
+            else:
+                cond = f"{lo} <= _n <= {hi}" if lo else f"_n <= {hi}"
+            call = f"return {m.binding}({call_prefix}*args, **kwargs)"
+            lines.append(f"if {cond}:")
+            if not m.params:
+                lines.append(f"    {call}")
+                continue
+            lines += ["    try:", f"        _ok = {m.matcher}(*args, **kwargs)", "    except TypeError:",
+                      "        _ok = False", "    if _ok:", f"        {call}"]
+        lines.append(f"raise _ov.no_match({self.table}, args, kwargs)")
+        return lines
+
+    def table_literal(self):
+        sigs = ", ".join(f"({signature_text(m.params)!r}, ({''.join(repr(p.spec()) + ', ' for p in m.params)}))"
+                         for m in self.members)
+        return f"_ov.Overloads({self.public!r}, ({sigs},))"
+
+
+def matcher_body(member):
+    """`return <checks>` for a matcher whose parameters are the member's."""
+    tests = []
+    for p in member.params:
+        if member.varargs and p.name == member.varargs:
+            tests.append(f"_ov.is_varargs({p.name}_args, {p.name}, {p.size})")
+            continue
+        t = _check_expr(p, p.name)
+        if t:
+            tests.append(t)
+    return "return " + (" and ".join(tests) if tests else "True")
