@@ -389,7 +389,7 @@ def _bindings(op, deriv=None):
                 # no derivative (x.gt_(y)): the result does not depend differentiably on self,
                 # so a self in a graph gets it as a copy (its history then gives zeros)
                 lines.append(f"if self._requires_grad and _gm.grad: "
-                             f"return _a.write_inplace({name + '_'!r}, {pw_call('None')}, self)")
+                             f"return _a.write_inplace({name + '_'!r}, {pw_call('None', _inplace=False)}, self)")
             lines.append(f"return {pw_call(target)}")
         elif impl.kind == "kernel":
             tensor_vars = [("self" if (method and a.name == "self") else _pyname(a)) for a in op.schema.arguments

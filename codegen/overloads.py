@@ -63,22 +63,34 @@ class Param:
         return (self.name, self.type_name, self.key, self.size, self.optional, self.allow_none, self.kwonly)
 
 
+# a factory's tensor options, which PyTorch's Python signatures put after out=
+_TENSOR_OPTIONS = ("dtype", "layout", "device", "pin_memory", "requires_grad")
+
+
 def params_of(op, method, with_out, pyname):
     """The parameters PyTorch's parser sees for one form of an operator: `self` is
-    `input` in the function form and absent from the method form; out= comes last."""
+    `input` in the function form and absent from the method form; out= comes last, or
+    before a factory's tensor options (dtype, layout, device, pin_memory)."""
     out = []
     ts = set(op.tensor_scalars)
+    names = {a.name for a in op.schema.kwonly}
+    factory = "layout" in names and "device" in names
     for a in op.schema.arguments:
         if a in op.schema.out_arguments or (method and a.name == "self"):
             continue
         key, tname = type_key(a, a.name in ts)
         allow_none = a.type.optional or a.default == "None"
+        default = _display_default(a) if a.default is not None else ""
+        if factory and a.name == "pin_memory" and default == "None":
+            default = "False"       # (PyTorch's TensorOptions spelling)
         out.append(Param(pyname(a), tname, key, a.type.size or 0, a.default is not None, allow_none,
-                         a in op.schema.kwonly, _display_default(a) if a.default is not None else ""))
+                         a in op.schema.kwonly, default))
     if with_out:
         multi = len(op.schema.returns) > 1
-        out.append(Param("out", "tuple of Tensors" if multi else "Tensor", "tensor_list" if multi else "tensor",
-                         0, True, True, True, "None"))
+        param = Param("out", "tuple of Tensors" if multi else "Tensor", "tensor_list" if multi else "tensor",
+                      0, True, True, True, "None")
+        at = next((i for i, p in enumerate(out) if factory and p.kwonly and p.name in _TENSOR_OPTIONS), len(out))
+        out.insert(at, param)
     return out
 
 

@@ -76,6 +76,16 @@ CASES = [
     "L.linalg.matrix_norm(x, 1, 1, 1, 1, 1)", "L.linalg.matrix_norm(x, {})", "L.linalg.norm(x, 'fro')",
     "L.linalg.norm(x, 2, 1)", "L.linalg.norm(x, {})", "L.linalg.cond(sq, 'fro')", "L.linalg.cond(sq, 1)",
     "L.linalg.cond(sq, {})",
+    # the deprecated positional tolerances of pinv and matrix_rank
+    "L.linalg.pinv(sq, 0.1)", "L.linalg.pinv(sq, f0 * 0, True)", "L.linalg.matrix_rank(sq, 1.)",
+    "L.linalg.matrix_rank(sq, tol=f0)", "L.linalg.matrix_rank(sq, hermitian=True)",
+    # normal with Tensors or numbers for mean and std
+    "L.normal(x, x * 0).shape", "str(L.normal(x, 0.).dtype).split('.')[-1]", "L.normal(0., x * 0 + 1).shape",
+    "L.normal(1., 0., (2,), dtype=L.float64)", "L.normal(x, x, (2,))", "L.normal(0., 1.)",
+    "L.normal(x, x, requires_grad=True)", "L.normal(x, 1., size=(2,))", "L.normal(x, -1.)",
+    # bernoulli_ with a tensor or a number
+    "x.clone().bernoulli_(x * 0).sum()", "x.clone().bernoulli_(1.)", "x.clone().bernoulli_({})",
+    "x.clone().bernoulli_(p=x * 0 + 1)", "x.clone().bernoulli_(1.5)",
     # aliases: the target's result, errors in the alias's name
     "L.absolute(x - 3)", "L.absolute('a')", "L.arccos(1)", "L.multiply(x, 2)", "L.divide(x, 2, rounding_mode='floor')",
     "L.greater(x, 2)", "x.greater(2)", "(x - 3).absolute_()", "L.concat([x, x], 1)", "L.true_divide(xi, 2)",
