@@ -154,24 +154,36 @@ class Dispatcher:
         return f"_P_{self.pyname}"
 
     def lines(self):
-        """The body of the parser (after its docstring)."""
-        lines = ["_n = len(args) + len(kwargs)"]
+        """The body of the parser (after its docstring). An overload is tried when the
+        argument counts allow it: by its matcher (Python binds the arguments) when there
+        are keywords, by inline checks of the positional arguments when there are none."""
+        lines = ["_p = len(args)", "_n = _p + len(kwargs)"]
         call_prefix = "self, " if self.method else ""
         for m in self.members:
             lo, hi = m.min_args, m.max_args
+            conds = []
             if hi is None:
-                cond = f"_n >= {lo}"
+                conds.append(f"_n >= {lo}")
             elif lo == hi:
-                cond = f"_n == {lo}"
+                conds.append(f"_n == {lo}")
             else:
-                cond = f"{lo} <= _n <= {hi}" if lo else f"_n <= {hi}"
+                conds.append(f"{lo} <= _n <= {hi}" if lo else f"_n <= {hi}")
+            if m.varargs:
+                positional = None
+            else:
+                max_pos = sum(1 for p in m.params if not p.kwonly)
+                if hi is None or max_pos < hi:
+                    conds.append(f"_p <= {max_pos}")
+                positional = [p for p in m.params if not p.kwonly]
             call = f"return {m.binding}({call_prefix}*args, **kwargs)"
-            lines.append(f"if {cond}:")
+            lines.append(f"if {' and '.join(conds)}:")
             if not m.params:
                 lines.append(f"    {call}")
                 continue
-            lines += ["    try:", f"        _ok = {m.matcher}(*args, **kwargs)", "    except TypeError:",
-                      "        _ok = False", "    if _ok:", f"        {call}"]
+            lines += ["    if kwargs:", "        try:", f"            _ok = {m.matcher}(*args, **kwargs)",
+                      "        except TypeError:", "            _ok = False", "        if _ok:", f"            {call}",
+                      f"    elif {_positional_checks(m, positional)}:",
+                      f"        return {m.binding}({call_prefix}*args)"]
         lines.append(f"raise _ov.no_match({self.table}, args, kwargs)")
         return lines
 
@@ -192,3 +204,20 @@ def matcher_body(member):
         if t:
             tests.append(t)
     return "return " + (" and ".join(tests) if tests else "True")
+
+
+def _positional_checks(member, positional):
+    """The matcher's test for a call with positional arguments only (`_p` of them, within
+    the member's counts): each given argument checked, the rest take their defaults."""
+    if positional is None:      # a varargs int list: view(2, 3), view((2, 3))
+        p = next(p for p in member.params if p.name == member.varargs)
+        return f"_ov.is_varargs(args, None, {p.size})"
+    if any(p.kwonly and not p.optional for p in member.params):
+        return "False"          # (a required keyword-only argument is missing)
+    tests = []
+    for i, p in enumerate(positional):
+        t = _check_expr(p, f"args[{i}]")
+        if t is None:
+            continue
+        tests.append(t if not p.optional else f"(_p <= {i} or {t})")
+    return " and ".join(tests) if tests else "True"
