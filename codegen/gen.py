@@ -484,7 +484,7 @@ def _public_callable(bs, public, method, dispatchers, matchers):
         op = b.op
         params = params_of(op, method, b.with_out, _pyname)
         sig = b.signature.split(", ", 1)[1] if method and ", " in b.signature else ("" if method else b.signature)
-        m = Member(op=op, binding=b.pyname, matcher=f"_s{b.pyname}", matcher_signature=sig, params=params,
+        m = Member(op=op, binding=b.pyname, matcher=f"_s{b.pyname}", params=params,
                    varargs=_pyname(next(a for a in op.schema.arguments if a.name == b.varargs)) if b.varargs else "")
         members.append(m)
         matchers.append({"pyname": m.matcher, "signature": sig, "body": matcher_body(m)})

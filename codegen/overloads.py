@@ -13,7 +13,7 @@ A name with one overload keeps its plain binding: nothing here runs on its calls
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 # per schema type: (predicate in pytorchlite/_overloads.py, the name PyTorch's errors use)
 _SCALAR_KEYS = {
@@ -125,11 +125,9 @@ def _check_expr(p, var):
 class Member:
     op: object
     binding: str        # the overload's own binding, which gets the call
-    matcher: str
-    matcher_signature: str
+    matcher: str        # a function with the binding's signature that says whether the types fit
     params: list
     varargs: str        # the name of a varargs int[] argument, or ""
-    checks: list = field(default_factory=list)
 
     @property
     def min_args(self):
