@@ -210,6 +210,13 @@ def test_generated_files_carry_header():
 
 # --- overloads, aliases and composites written as module functions ---------------------------
 
+def _render(tree):
+    """render_all on a small tree (ops.yaml, maybe derivatives.yaml; no C prototypes)."""
+    (tree / "kernels").mkdir(exist_ok=True)
+    (tree / "kernels" / "cdefs.h").touch()
+    return render_all(str(tree))
+
+
 def test_overloads_load_as_operators_of_their_own(tmp_path):
     p = tmp_path / "ops.yaml"
     p.write_text(textwrap.dedent("""
@@ -274,7 +281,7 @@ def test_overloads_one_call_cannot_tell_apart_are_rejected(tmp_path):
           composite: self.sum(dim)
     """))
     with pytest.raises(CodegenError) as e:
-        render_all(str(tmp_path))
+        _render(tmp_path)
     assert str(e.value).startswith("ops.yaml:4: foo.again(Tensor self, int dim) -> Tensor: takes the same arguments "
                                    "as ops.yaml:2: foo(Tensor self, int dim) -> Tensor, so 'foo' could never call it")
 
@@ -289,7 +296,7 @@ def test_overloaded_name_gets_a_parser(tmp_path):
         - func: bar(Tensor self) -> Tensor
           composite: self.neg()
     """))
-    src = render_all(str(tmp_path))["generated/functions.py"]
+    src = _render(tmp_path)["generated/functions.py"]
     assert "\ndef foo(*args, **kwargs):" in src and "\ndef _m_foo(self, *args, **kwargs):" in src
     assert "\ndef _o_foo_dim(input, dim, keepdim=False, *, out=None):" in src
     assert "\ndef _s_o_foo_dim(input, dim, keepdim=False, *, out=None):" in src
@@ -351,7 +358,7 @@ def test_alias_takes_its_targets_implementation(tmp_path):
         - name: neg(Tensor self) -> Tensor
           self: -grad
     """))
-    files = render_all(str(tmp_path))
+    files = _render(tmp_path)
     src = files["generated/functions.py"]
     body = src[src.index("\ndef negative("):src.index("\nEXPORTS")]
     # the target's C kernel, node and jvp; its own name in errors
@@ -362,7 +369,7 @@ def test_alias_takes_its_targets_implementation(tmp_path):
           self: -grad
     """))
     with pytest.raises(CodegenError) as e:
-        render_all(str(tmp_path))
+        _render(tmp_path)
     assert "an alias is differentiated as its target" in str(e.value)
 
 
@@ -382,7 +389,7 @@ def test_module_composite_is_checked_against_its_schema(tmp_path):
     """)
     op, = load_ops(str(p))
     assert op.composite_fn == "pytorchlite._composites.testing.thing" and op.composite is None
-    src = render_all(str(tmp_path))["generated/functions.py"]
+    src = _render(tmp_path)["generated/functions.py"]
     assert "_result = _cm.testing.thing(self, dims, mode=mode, dtype=dtype)" in src
 
 
