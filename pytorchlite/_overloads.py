@@ -14,6 +14,7 @@ PyTorch's "didn't match because ..." notes (torch/csrc/utils/invalid_arguments.c
 quirks included, so that the text is the same).
 """
 
+import numbers
 import operator
 
 from pytorchlite import _dtype as D
@@ -44,7 +45,8 @@ def is_scalar(v):
 
 
 def _is_long(v):
-    return isinstance(v, int) and not isinstance(v, bool)
+    # (NumPy's integers too, as PyTorch's THPUtils_checkLong)
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
 
 
 def is_int(v):

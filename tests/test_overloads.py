@@ -30,7 +30,7 @@ _DATA = {
 
 
 def _env(lib):
-    env = {"L": lib, "DT": lib.int32}
+    env = {"L": lib, "DT": lib.int32, "np": np}
     for k, v in _DATA.items():
         env[k] = lib.tensor(v)
     return env
@@ -40,7 +40,7 @@ CASES = [
     # max / min: max(), max.other, max.dim, in PyTorch's order
     "L.max(x)", "L.max(x, 1)", "L.max(x, 0, True)", "L.max(x, dim=1)", "L.max(x, 1, keepdim=True)",
     "L.max(x, x)", "L.max(x, other=x)", "L.max(input=x, other=x)", "L.max(x, i0.reshape(()) * 0)",
-    "L.max(x, -1)", "L.max(x, 2)",
+    "L.max(x, -1)", "L.max(x, 2)", "L.max(x, np.int64(1))", "L.max(x, dim=np.int32(0))",
     "L.max(x, 'a')", "L.max(x, 1, 'a')", "L.max(x, dim='a')", "L.max(x, 1, keepdim=1)", "L.max(x, foo=1)",
     "L.max()", "L.max(x, x, x)", "L.max(x, 1.5)", "L.max(x, 1, True, 5)", "L.max(x, 'a', keepdim=True)",
     "L.max(x, 1, out=1)", "L.max(x, x, out=1)", "L.max(x, other=1)",
@@ -50,7 +50,7 @@ CASES = [
     "L.where(c)", "L.where(condition=c)", "L.where(c, x, 0.5)", "L.where(c, x, x * 2)", "x.where(c, 0.)",
     "L.where(c, x, other=x, out=1)",
     # view(dtype) / view(size)
-    "x.view(6)", "x.view(3, 2)", "x.view((3, 2))", "x.view([-1])", "x.view(size=(6,))", "x.view(DT)",
+    "x.view(6)", "x.view(np.int64(6))", "x.view(3, 2)", "x.view((3, 2))", "x.view([-1])", "x.view(size=(6,))", "x.view(DT)",
     "x.view(dtype=DT)", "x.view('a')", "x.view(1.5)", "x.view(dtype='a')", "x.view(size='a')", "x.view()",
     # split with a size or a list of sizes
     "L.split(x, 1)", "L.split(x, [1, 1])", "L.split(x, 2, 1)", "L.split(x, [1, 2], dim=1)", "x.split(1)",
