@@ -586,7 +586,9 @@ def render_all(root=ROOT):
         "generated/pointwise.cu": env.get_template("pointwise.cu.j2").render(header=HEADER, ops=pw_views),
         "generated/dispatch.py": env.get_template("dispatch.py.j2").render(
             header=HEADER, ops=dispatch_ops, shards=sorted(shards),
-            check_modules=sorted({v.check_module for v in pw_views if v.check})),
+            check_modules=sorted({v.check_module for v in pw_views if v.check}),
+            aliases=[{"ident": op.ident, "target": op.impl.ident, "full_name": op.full_name}
+                     for op in ops if op.alias_of]),
         "generated/functions.py": env.get_template("functions.py.j2").render(
             header=HEADER, ops=bindings, exports=sorted(exports.items()), methods=method_table,
             py_operators=py_operators, fast_ops=fast_ops, dispatchers=dispatchers, matchers=matchers),
