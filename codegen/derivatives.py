@@ -52,7 +52,7 @@ from .schema import SchemaError, parse_schema
 HELPERS = (
     "sum_to", "materialize", "maybe_multiply", "zeros_of", "reduced_dims", "expand_reduced", "reduce_count",
     "mean_backward", "nansum_backward", "nanmean_backward", "prod_backward", "amax_backward", "minmax_backward",
-    "minmax_other_backward", "var_backward", "std_backward", "var_mean_backward", "std_mean_backward",
+    "var_backward", "std_backward", "var_mean_backward", "std_mean_backward",
     "aminmax_backward", "logsumexp_backward", "norm_backward", "matmul_backward", "invert_permutation",
     "movedim_backward", "narrow_backward", "select_backward", "split_backward", "unbind_backward",
     "diagonal_backward", "as_strided_backward", "unfold_backward", "index_select_backward",
@@ -438,10 +438,10 @@ def _linear_body(d, op_names):
         fn = f"_F.{d.op.name[:-1]}"
         call_args = [f"{kw(a)}={val(a)}" for a in args]
     elif d.op.has_function:
-        fn = f"_F.{d.op.name}"
+        fn = f"_F.{d.op.function_pyname}"
         call_args = [f"{kw(a)}={val(a)}" for a in args]
     else:   # method only: `self` first
-        fn = f"_F._m_{d.op.name}"
+        fn = f"_F.{d.op.method_pyname}"
         call_args = [val(a) for a in args if a.name == "self"] + [f"{kw(a)}={val(a)}" for a in args
                                                                   if a.name != "self"]
     lines.append(f"return {fn}({', '.join(call_args)})")
@@ -464,6 +464,8 @@ def _parse_entry(raw, ops_by_name, op_names, counts):
     if str(op.schema) != str(schema):
         raise _err(line, name, f"does not match the schema in ops.yaml ({op.file}:{op.line}: {op.schema}); "
                                "argument names and types must be the same")
+    if op.alias_of:
+        raise _err(line, name, f"an alias is differentiated as its target: the entry for '{op.alias_of}' serves it")
     if op.kind == "composite":
         raise _err(line, name, "composite operators are differentiated through their parts; remove this entry")
     if op.differentiable is False:
@@ -548,7 +550,7 @@ def _parse_entry(raw, ops_by_name, op_names, counts):
 
 
 def load_derivative_entries(path, ops):
-    """Parse and check derivatives.yaml; returns {op name: Derivative}."""
+    """Parse and check derivatives.yaml; returns {op full name (max.dim): Derivative}."""
     if not os.path.exists(path):
         return {}
     ops_by_name = {op.schema.full_name: op for op in ops}
@@ -558,10 +560,10 @@ def load_derivative_entries(path, ops):
         if not isinstance(raw, dict):
             raise CodegenError(f"derivatives.yaml: every entry must be a mapping, got {raw!r}")
         d = _parse_entry(dict(raw), ops_by_name, op_names, counts)
-        if d.op.name in out:
-            raise _err(d.line, str(d.op.schema), f"a second entry for '{d.op.name}' (first at line "
-                                                 f"{out[d.op.name].line})")
-        out[d.op.name] = d
+        key = d.op.full_name
+        if key in out:
+            raise _err(d.line, str(d.op.schema), f"a second entry for '{key}' (first at line {out[key].line})")
+        out[key] = d
     seen = {}
     for d in out.values():
         if d.node_name in seen:
@@ -664,7 +666,7 @@ class JvpView:
 
     def __init__(self, d: Derivative):
         schema = d.op.schema
-        self.name = f"jvp_{d.op.name}"
+        self.name = f"jvp_{d.op.ident}"
         kind = d.jvp if isinstance(d.jvp, str) else "formula"
         self.doc = f"Forward derivative ({kind}) of {schema} (derivatives.yaml:{d.jvp_line})."
         args = [a for a in schema.arguments if a not in schema.out_arguments]
@@ -740,7 +742,7 @@ def forward_lines(d, op, var_of, call, mutates, with_out):
             if j and a.type.is_tensor:
                 params[j] = f"(_old if {params[j]} is {sv} else {params[j]})"
     body.append(f"    _result = {call}")
-    body.append(f"    _tr = _N.jvp_{op.name}(_result, _tan, {', '.join(params)})")
+    body.append(f"    _tr = _N.jvp_{d.op.ident}(_result, _tan, {', '.join(params)})")
     body.append("finally:")
     body.append("    _fws.on = True")
     mutated = var_of(first.name) if mutates else ("out" if with_out else "None")

@@ -13,7 +13,8 @@ import jinja2
 
 from . import abi, cexpr, layout, operators as pyops, structured
 from .derivatives import binding_lines, forward_lines, load_derivative_entries, render_nodes
-from .model import DTYPE_CLASS, Operator, load_ops
+from .model import DTYPE_CLASS, CodegenError, Operator, load_ops
+from .overloads import Dispatcher, Member, matcher_body, params_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
@@ -150,7 +151,10 @@ class PointwiseView:
     def __init__(self, op: Operator):
         self.op = op
         self.kind = "pointwise"
-        self.name = op.name
+        self.name = op.name            # C symbols (model.py allows one pointwise overload per name)
+        self.op_name = op.name         # what errors call it
+        self.ident = op.ident          # the dispatch entry: OP_where_self for where.self
+        self.full_name = op.full_name
         self.schema = op.schema
         self.schema_str = str(op.schema)
         self.where_short = f"{op.file}:{op.line}"
@@ -239,11 +243,15 @@ def _check_line(op_name, arg, var, pos, tensor_scalar):
 
 
 class Binding:
-    def __init__(self, pyname, signature, lines, doc=""):
+    def __init__(self, pyname, signature, lines, doc="", op=None, form="function", varargs=None, with_out=False):
         self.pyname = pyname
         self.signature = signature
         self.lines = lines
         self.doc = doc
+        self.op = op
+        self.form = form            # "function", "method" or "inplace" (the method `op_`)
+        self.varargs = varargs      # the varargs int[] argument, if any
+        self.with_out = with_out
 
 
 def _signature(op, method, with_out, varargs_name):
@@ -300,12 +308,14 @@ def _varargs_arg(op, method):
 
 
 def _doc_literal(op, public_name):
-    text = op.doc or ""
-    body = f"{public_name}({_signature(op, False, op.has_out, None)})"
-    full = body + ("\n\n" + text if text else "")
+    return _docstring([f"{public_name}({_signature(op, False, op.has_out, None)})"], [op.doc] if op.doc else [])
+
+
+def _docstring(heads, texts):
+    """A docstring literal (indented for a function body): signature lines, then texts."""
+    full = "\n".join(heads) + ("\n\n" + "\n\n".join(texts) if texts else "")
     full = full.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
-    lines = full.split("\n")
-    return '"""' + "\n    ".join(lines) + '\n    """'
+    return '"""' + "\n    ".join(full.split("\n")) + '\n    """'
 
 
 def _bindings(op, deriv=None):
@@ -313,10 +323,9 @@ def _bindings(op, deriv=None):
     out= form is the function's `out=` argument). With a derivatives.yaml entry, each
     starts with the autograd path (see codegen/derivatives.py: binding_lines)."""
     out = []
-    name = op.name
-    public = op.name
-    if op.python_module == "linalg" and public.startswith("linalg_"):
-        public = public[len("linalg_"):]
+    name = op.name          # (errors name the operator as called, an alias by its own name)
+    impl = op.impl          # whose implementation, dispatch entry and derivative run
+    public = _public_name(op)
     for method, inplace in ((False, False), (True, False), (True, True)):
         if method and not inplace and not op.has_method:
             continue
@@ -358,26 +367,31 @@ def _bindings(op, deriv=None):
         # ops like copy_ and fill_ mutate their first argument in every form
         mutates = inplace or bool(op.schema.arguments and op.schema.arguments[0].type.is_mutable)
         if inplace:
-            pyname = f"_m_{name}_"
+            pyname = op.inplace_pyname
         elif method:
-            pyname = f"_m_{name}"
+            pyname = op.method_pyname
         else:
-            pyname = name
+            pyname = op.function_pyname
         if deriv is not None:
             lines.extend(forward_lines(deriv, op, var_of, f"_G.{pyname}({_call_args(op, method, with_out)})",
                                        mutates, with_out))
-        if op.kind == "pointwise":
+        if impl.kind == "pointwise":
             tensors = [("self" if (method and a.name == "self") else _pyname(a)) for a in op.schema.arguments if a.type.is_tensor]
             scalars = [_pyname(a) for a in op.schema.arguments if a.type.base == "Scalar"]
 
             def pw_call(tgt, _tensors=tensors, _scalars=scalars, _inplace=inplace):
-                return (f"_pw_run(_d.OP_{name}, ({', '.join(_tensors)},), ({''.join(s + ', ' for s in _scalars)}), "
-                        f"{tgt}, {_inplace})")
+                return (f"_pw_run(_d.OP_{impl.ident}, ({', '.join(_tensors)},), "
+                        f"({''.join(s + ', ' for s in _scalars)}), {tgt}, {_inplace})")
             if deriv is not None:
                 lines.extend(binding_lines(deriv, op, var_of, [f"_result = {pw_call('self' if inplace else 'None')}"],
                                            mutates, with_out, runs_kernel=False))
+            elif inplace:
+                # no derivative (x.gt_(y)): the result does not depend differentiably on self,
+                # so a self in a graph gets it as a copy (its history then gives zeros)
+                lines.append(f"if self._requires_grad and _gm.grad: "
+                             f"return _a.write_inplace({name + '_'!r}, {pw_call('None', _inplace=False)}, self)")
             lines.append(f"return {pw_call(target)}")
-        elif op.kind == "kernel":
+        elif impl.kind == "kernel":
             tensor_vars = [("self" if (method and a.name == "self") else _pyname(a)) for a in op.schema.arguments
                            if a.type.is_tensor and a not in outs]
             list_vars = [_pyname(a) for a in op.schema.arguments if a.type.is_tensor_list]
@@ -397,9 +411,9 @@ def _bindings(op, deriv=None):
             # an inplace_kernel writes the in-place result into self given as _into= (and
             # returns self), or returns a new tensor when it cannot, which is copied in
             into = ["_into=self"] if inplace and op.inplace_kernel else []
-            if with_out and op.structured is not None:
+            if with_out and impl.structured is not None:
                 into = ["_out=out"]     # the generated impl writes into out when it fits
-            kcall = f"_d.OP_{name}.kernel({dev})({', '.join(argvars + into)})"
+            kcall = f"_d.OP_{impl.ident}.kernel({dev})({', '.join(argvars + into)})"
             if deriv is not None:
                 run = [f"_result = {kcall}"]
                 if inplace:
@@ -420,27 +434,27 @@ def _bindings(op, deriv=None):
                 target = "_target"
                 lines.append("_target = self")
                 lines.append("if self._requires_grad and _gm.grad: self = input = self.clone()")
-            src = op.composite.strip()
-            if "\n" in src or src.startswith("return "):
-                body = [ln for ln in src.split("\n")]
-                if with_out or inplace:
-                    # The body returns the functional result; run it as a local function
-                    # (arguments passed explicitly, so the body may rebind them) and write
-                    # that result into self / out like the one-line form does.
-                    params = ", ".join(dict.fromkeys(
-                        ["self"] + argvars if any(a.name == "self" for a in op.schema.arguments) else argvars))
-                    lines.append(f"def _body({params}):")
-                    lines.extend("    " + ln if ln.strip() else ln for ln in body)
-                    lines.append(f"_result = _body({params})")
-                    lines.append(_finish(name, inplace, with_out, target))
-                else:
-                    lines.extend(body)
+            if impl.composite_fn:
+                # a function in a module (pytorchlite/_composites/...), called with the
+                # schema's arguments; codegen checked its parameters (model.py)
+                call = [var_of(a.name) if a in op.schema.positional else f"{_pyname(a)}={var_of(a.name)}"
+                        for a in op.schema.arguments if a not in outs]
+                fn = impl.composite_fn[len("pytorchlite._composites."):]
+                lines.append(f"_result = _cm.{fn}({', '.join(call)})")
             else:
-                lines.append(f"_result = ({src})")
-                lines.append(_finish(name, inplace, with_out, target))
+                lines.append(f"_result = ({impl.composite})")
+            lines.append(_finish(name, inplace, with_out, target))
         doc = _doc_literal(op, public) if not method else ""
-        out.append(Binding(pyname, sig, lines, doc))
+        form = "inplace" if inplace else ("method" if method else "function")
+        out.append(Binding(pyname, sig, lines, doc, op=op, form=form, varargs=varargs, with_out=with_out))
     return out
+
+
+def _public_name(op):
+    """The name in the Python namespace (`norm` for linalg_norm in pytorchlite.linalg)."""
+    if op.python_module == "linalg" and op.name.startswith("linalg_"):
+        return op.name[len("linalg_"):]
+    return op.name
 
 
 def _finish(name, inplace, with_out, target="self"):
@@ -449,6 +463,56 @@ def _finish(name, inplace, with_out, target="self"):
     if with_out:
         return f"return _result if out is None else _a.write_out({name!r}, _result, out)"
     return "return _result"
+
+
+# --- overloaded names: the argument parser (codegen/overloads.py) ------------------------
+
+def _public_callable(bs, public, method, dispatchers, matchers):
+    """The function a public name is bound to: its one binding, or a parser over the
+    bindings of its overloads (appended to dispatchers, their matchers to matchers)."""
+    if len(bs) == 1:
+        return bs[0].pyname
+    # (the overloads' own bindings are _o_* / _om_*, so the base names are free)
+    pyname = f"_m_{public}" if method else bs[0].op.name
+    bases = {b.op.name for b in bs}
+    if len(bases) > 1:
+        a, b = bs[0].op, next(x.op for x in bs if x.op.name != bs[0].op.name)
+        raise CodegenError(f"{b.file}:{b.line}: {b.schema}: the method '{public}' is also declared by "
+                           f"{a.file}:{a.line}: {a.schema}")
+    members = []
+    for b in bs:
+        op = b.op
+        params = params_of(op, method, b.with_out, _pyname)
+        sig = b.signature.split(", ", 1)[1] if method and ", " in b.signature else ("" if method else b.signature)
+        m = Member(op=op, binding=b.pyname, matcher=f"_s{b.pyname}", params=params,
+                   varargs=_pyname(next(a for a in op.schema.arguments if a.name == b.varargs)) if b.varargs else "")
+        members.append(m)
+        matchers.append({"pyname": m.matcher, "signature": sig, "body": matcher_body(m)})
+    _check_distinct(members, public)
+    doc = ""
+    if not method:
+        doc = _overloads_doc(public, bs)
+    d = Dispatcher(pyname=pyname, public=bs[0].op.name + ("_" if bs[0].form == "inplace" else ""),
+                   method=method, members=members, doc=doc)
+    dispatchers.append(d)
+    return pyname
+
+
+def _check_distinct(members, public):
+    """Two overloads one call cannot tell apart would make the second unreachable."""
+    seen = {}
+    for m in members:
+        key = tuple((p.name, p.key, p.optional, p.kwonly) for p in m.params)
+        if key in seen:
+            a, b = seen[key].op, m.op
+            raise CodegenError(f"{b.file}:{b.line}: {b.schema}: takes the same arguments as {a.file}:{a.line}: "
+                               f"{a.schema}, so '{public}' could never call it")
+        seen[key] = m
+
+
+def _overloads_doc(public, bs):
+    """The docstring of an overloaded function: each form's signature, then each doc."""
+    return _docstring([f"{public}({b.signature})" for b in bs], [b.op.doc for b in bs if b.op.doc])
 
 
 # --- driver ----------------------------------------------------------------------------
@@ -468,31 +532,35 @@ def render_all(root=ROOT):
 
     class _OpView:
         def __init__(self, op):
-            self.name = op.name
+            self.name = self.op_name = op.name
+            self.ident = op.ident
+            self.full_name = op.full_name
             self.kind = op.kind
             self.schema_str = str(op.schema)
             self.kernels = list(op.kernels)
 
     dispatch_ops = []
-    by_name = {v.name: v for v in pw_views}
+    by_ident = {v.ident: v for v in pw_views}
     for op in ops:
-        dispatch_ops.append(by_name.get(op.name) or _OpView(op))
+        if not op.alias_of:     # an alias runs its target's entry
+            dispatch_ops.append(by_ident.get(op.ident) or _OpView(op))
 
     bindings = []
-    exports, methods = {}, []
+    functions, methods = {}, {}     # public name -> [Binding], in declaration order
     for op in ops:
-        bs = _bindings(op, derivs.get(op.name))
+        bs = _bindings(op, derivs.get(op.impl.full_name))
         bindings.append({"bindings": bs})
-        mod = op.python_module
-        public = op.name
-        if mod == "linalg" and public.startswith("linalg_"):
-            public = public[len("linalg_"):]
-        if op.has_function:
-            exports.setdefault(mod, []).append((public, op.name))
-        if op.has_method:
-            methods.append((op.name, f"_m_{op.name}"))
-        if op.has_inplace:
-            methods.append((op.name + "_", f"_m_{op.name}_"))
+        for b in bs:
+            if b.form == "function":
+                functions.setdefault((op.python_module, _public_name(op)), []).append(b)
+            else:
+                methods.setdefault(op.name + ("_" if b.form == "inplace" else ""), []).append(b)
+    dispatchers, matchers = [], []
+    exports, method_table = {}, []
+    for (mod, public), bs in functions.items():
+        exports.setdefault(mod, []).append((public, _public_callable(bs, public, False, dispatchers, matchers)))
+    for public, bs in methods.items():
+        method_table.append((public, _public_callable(bs, public, True, dispatchers, matchers)))
 
     py_operators = []
     for p, fast in pyops.resolve(ops):
@@ -518,10 +586,12 @@ def render_all(root=ROOT):
         "generated/pointwise.cu": env.get_template("pointwise.cu.j2").render(header=HEADER, ops=pw_views),
         "generated/dispatch.py": env.get_template("dispatch.py.j2").render(
             header=HEADER, ops=dispatch_ops, shards=sorted(shards),
-            check_modules=sorted({v.check_module for v in pw_views if v.check})),
+            check_modules=sorted({v.check_module for v in pw_views if v.check}),
+            aliases=[{"ident": op.ident, "target": op.impl.ident, "full_name": op.full_name}
+                     for op in ops if op.alias_of]),
         "generated/functions.py": env.get_template("functions.py.j2").render(
-            header=HEADER, ops=bindings, exports=sorted(exports.items()), methods=methods,
-            py_operators=py_operators, fast_ops=fast_ops),
+            header=HEADER, ops=bindings, exports=sorted(exports.items()), methods=method_table,
+            py_operators=py_operators, fast_ops=fast_ops, dispatchers=dispatchers, matchers=matchers),
         "generated/__init__.py": f"# {HEADER}\n",
         "generated/ptl_abi.h": env.get_template("ptl_abi.h.j2").render(
             header=ABI_HEADER, max_dims=abi.MAX_DIMS, dtypes=abi.DTYPES, status=abi.STATUS, structs=abi.STRUCTS),

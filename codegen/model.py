@@ -4,11 +4,21 @@ Every entry is read by popping the keys this module knows; anything left over, a
 duplicate key, a duplicate operator, an unknown type or a body that does not parse is a
 CodegenError that starts with `ops.yaml:LINE: <schema>:` so the author can go straight to
 the entry. The language itself is documented in docs/ops_yaml.md.
+
+One name may have several entries, PyTorch's overloads (`max`, `max.dim`, `max.other`):
+each is an operator of its own (its own binding, dispatch entry and derivative), and the
+generated argument parser picks one per call. `alias_of:` gives an operator a second
+name; a composite longer than one expression is a function in a Python module, checked
+here against the schema (parsed with `ast`: codegen never imports pytorchlite).
 """
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import difflib
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -107,7 +117,7 @@ class Operator:
     file: str
     line: int
     variants: tuple
-    kind: str                      # "pointwise" | "composite" | "kernel"
+    kind: str                      # "pointwise" | "composite" | "kernel" | "alias" (see impl)
     pointwise: Optional[PointwiseBody] = None
     composite: Optional[str] = None
     kernels: tuple = ()            # ((device, "module.function"), ...)
@@ -118,10 +128,42 @@ class Operator:
     inplace_kernel: bool = False   # the kernel writes the in-place form's result into self itself
     python_operators: tuple = ()   # Tensor's Python operators that call it (codegen/operators.py)
     structured: Optional[object] = None   # codegen/structured.py: Structured (meta + C calls)
+    composite_fn: str = ""         # "pytorchlite._composites.linalg.cross": the composite is that function
+    alias_of: str = ""             # full name of the operator this one is another name for
+    target: Optional["Operator"] = None   # (aliases) that operator, resolved by load_ops
+    overloaded: bool = False       # its name has several entries (set by load_ops)
 
     @property
     def name(self):
         return self.schema.name
+
+    @property
+    def full_name(self):
+        return self.schema.full_name
+
+    @property
+    def ident(self):
+        """A Python identifier unique among the operators: `max_dim` for max.dim."""
+        return self.name + (f"_{self.schema.overload}" if self.schema.overload else "")
+
+    @property
+    def impl(self):
+        """The operator whose implementation (and derivative) runs: itself, or an alias's target."""
+        return self.target if self.target is not None else self
+
+    # The names of the generated bindings. An overloaded name's public function and method
+    # are argument parsers (codegen/overloads.py) over these per-overload bindings.
+    @property
+    def function_pyname(self):
+        return f"_o_{self.ident}" if self.overloaded else self.name
+
+    @property
+    def method_pyname(self):
+        return f"_om_{self.ident}" if self.overloaded else f"_m_{self.name}"
+
+    @property
+    def inplace_pyname(self):
+        return self.method_pyname + "_"
 
     @property
     def where(self):
@@ -155,9 +197,15 @@ class Operator:
         return dict(self.kernels).get(device)
 
 
-_ENTRY_KEYS = ("func", "variants", "pointwise", "dtypes", "promotion", "composite", "kernel",
+_ENTRY_KEYS = ("func", "variants", "pointwise", "dtypes", "promotion", "composite", "kernel", "alias_of",
                "python_module", "doc", "differentiable", "tensor_scalars", "inplace_kernel", "operators",
                "check", "kernel_name", "dtype_errors", "out_dtype_error", "all_numbers", "structured")
+# keys an alias takes from its target instead
+_IMPL_KEYS = ("pointwise", "dtypes", "promotion", "composite", "kernel", "structured", "differentiable",
+              "tensor_scalars", "inplace_kernel", "check", "kernel_name", "dtype_errors", "out_dtype_error",
+              "all_numbers")
+# `composite: pytorchlite._composites.linalg.cross` names a function in a module
+_COMPOSITE_FN = re.compile(r"^pytorchlite\._composites\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _err(file, line, func, msg):
@@ -189,12 +237,21 @@ def _parse_entry(raw, file):
     def fail(msg):
         return _err(file, line, func, msg)
 
-    kinds = [k for k in ("pointwise", "composite", "kernel", "structured") if k in e]
-    if len(kinds) != 1:
-        raise fail("give exactly one of 'pointwise:', 'composite:', 'kernel:' or 'structured:'"
-                   + (f" (got {', '.join(kinds)})" if kinds else ""))
-    kind = kinds[0]
     structured = None
+    alias_of = e.pop("alias_of", "")
+    if alias_of:
+        if not isinstance(alias_of, str) or not re.fullmatch(r"[A-Za-z_]\w*(\.\w+)?", alias_of):
+            raise fail(f"'alias_of' must name an operator (name or name.overload), got {alias_of!r}")
+        given = [k for k in _IMPL_KEYS if k in e]
+        if given:
+            raise fail(f"an alias runs its target's implementation: remove '{given[0]}' (alias_of: {alias_of})")
+        kind = "alias"
+    else:
+        kinds = [k for k in ("pointwise", "composite", "kernel", "structured") if k in e]
+        if len(kinds) != 1:
+            raise fail("give exactly one of 'pointwise:', 'composite:', 'kernel:', 'structured:' or 'alias_of:'"
+                       + (f" (got {', '.join(kinds)})" if kinds else ""))
+        kind = kinds[0]
     if kind == "structured":
         # a kernel whose impl codegen writes (generated/structured.py) around a meta function
         meta, pre, calls = structured_mod.parse(e.pop("structured"), schema, fail)
@@ -203,6 +260,8 @@ def _parse_entry(raw, file):
         kind = "kernel"
 
     default_variants = ["function", "method", "inplace", "out"] if kind == "pointwise" else ["function", "method"]
+    if kind == "alias" and "variants" not in e:
+        default_variants = []     # the target's, once it is known (load_ops)
     try:
         variants = _as_list(e.pop("variants", default_variants))
     except TypeError:
@@ -238,6 +297,7 @@ def _parse_entry(raw, file):
     python_operators = tuple(pyops.parse(e.pop("operators"), schema.name, fail)) if "operators" in e else ()
 
     pointwise = composite = None
+    composite_fn = ""
     kernels = ()
     if kind == "pointwise":
         pointwise = _parse_pointwise(e, schema, fail)
@@ -251,9 +311,16 @@ def _parse_entry(raw, file):
         if kind == "composite":
             composite = e.pop("composite")
             if not isinstance(composite, str) or not composite.strip():
-                raise fail("'composite' must be a Python expression or function body")
-            _check_python(composite, fail)
-        else:
+                raise fail("'composite' must be a Python expression, or a function "
+                           "'pytorchlite._composites.<module>.<name>'")
+            composite = composite.strip()
+            if _COMPOSITE_FN.match(composite):
+                composite_fn, composite = composite, None
+            elif composite.startswith("pytorchlite."):
+                raise fail(f"composite {composite}: name a function as pytorchlite._composites.<module>.<name>")
+            else:
+                _check_python(composite, fail)
+        elif kind == "kernel":
             kern = e.pop("kernel")
             if isinstance(kern, str):
                 kern = {"any": kern}
@@ -281,7 +348,8 @@ def _parse_entry(raw, file):
                     pointwise=pointwise, composite=composite, kernels=kernels,
                     python_module=python_module, doc=doc.strip(), differentiable=differentiable,
                     tensor_scalars=tuple(tensor_scalars), inplace_kernel=inplace_kernel,
-                    python_operators=python_operators, structured=structured)
+                    python_operators=python_operators, structured=structured,
+                    composite_fn=composite_fn, alias_of=alias_of)
 
 
 _POINTWISE_RULES = ("check", "kernel_name", "dtype_errors", "out_dtype_error", "all_numbers", "structured")
@@ -370,11 +438,13 @@ def _parse_pointwise(e, schema, fail):
 
 
 def _check_python(src, fail):
-    import ast
+    if "\n" in src or src.startswith("return "):
+        raise fail("a composite written in YAML is one Python expression; write a longer one as a function "
+                   "in a module and name it (composite: pytorchlite._composites.<topic>.<name>)")
     try:
-        ast.parse(src if "\n" in src.strip() else f"({src})")
+        ast.parse(f"({src})", mode="eval")
     except SyntaxError as exc:
-        raise fail(f"composite does not parse as Python: {exc.msg} (line {exc.lineno})") from None
+        raise fail(f"composite does not parse as a Python expression: {exc.msg}") from None
 
 
 def load_ops(path, display_name="ops.yaml"):
@@ -388,10 +458,135 @@ def load_ops(path, display_name="ops.yaml"):
                        f"duplicate operator '{key}' (first at line {seen[key]})")
         seen[key] = op.line
         ops.append(op)
-    names = {}
+    by_full = {op.full_name: op for op in ops}
+    idents, modules, count = {}, {}, {}
     for op in ops:
-        if op.schema.name in names:
+        count[op.name] = count.get(op.name, 0) + 1
+        if op.ident in idents and idents[op.ident] != op.full_name:
             raise _err(display_name, op.line, str(op.schema),
-                       f"overloads are not supported yet: '{op.schema.name}' is declared at line {names[op.schema.name]}")
-        names[op.schema.name] = op.line
-    return ops
+                       f"'{op.full_name}' and '{idents[op.ident]}' both become the identifier '{op.ident}'; "
+                       "rename one")
+        idents[op.ident] = op.full_name
+        first = modules.setdefault(op.name, op)
+        if op.python_module != first.python_module:
+            raise _err(display_name, op.line, str(op.schema),
+                       f"the overloads of '{op.name}' live in one namespace: python_module "
+                       f"'{op.python_module}' here, '{first.python_module}' at line {first.line}")
+    pointwise = {}
+    for op in ops:
+        if op.kind == "pointwise":
+            if op.name in pointwise:
+                first = pointwise[op.name]
+                raise _err(display_name, op.line, str(op.schema),
+                           f"'{op.name}' has a pointwise overload already ({first.full_name}, line {first.line}): "
+                           "the C kernels are named by the operator name; make this one composite")
+            pointwise[op.name] = op
+    root = os.path.dirname(os.path.abspath(path))
+    out = []
+    for op in ops:
+        if op.alias_of:
+            op = _resolve_alias(op, by_full, display_name)
+        if op.composite_fn:
+            _check_composite_fn(op, root, display_name)
+        if count[op.name] > 1:
+            op = dataclasses.replace(op, overloaded=True)
+        out.append(op)
+    return out
+
+
+def _resolve_alias(op, by_full, file):
+    def fail(msg):
+        return _err(file, op.line, str(op.schema), msg)
+    target = by_full.get(op.alias_of)
+    if target is None:
+        hint = difflib.get_close_matches(op.alias_of, list(by_full), n=1)
+        raise fail(f"alias_of names '{op.alias_of}', which is not declared"
+                   + (f" (did you mean '{hint[0]}'?)" if hint else ""))
+    if target.alias_of:
+        raise fail(f"alias_of names '{op.alias_of}', itself an alias of '{target.alias_of}': name that instead")
+    mine = [str(a) for a in op.schema.arguments]
+    theirs = [str(a) for a in target.schema.arguments]
+    if mine != theirs or [str(r.type) for r in op.schema.returns] != [str(r.type) for r in target.schema.returns] \
+            or len(op.schema.positional) != len(target.schema.positional):
+        raise fail(f"an alias takes exactly its target's arguments and returns: {target.schema} "
+                   f"({target.file}:{target.line})")
+    variants = op.variants or target.variants
+    return dataclasses.replace(op, target=target, variants=variants, tensor_scalars=target.tensor_scalars,
+                               differentiable=target.differentiable, inplace_kernel=target.inplace_kernel)
+
+
+# --- composites written as module functions --------------------------------------------
+
+_PY_RESERVED = {"from", "in", "is", "lambda", "global", "class", "def", "return", "import", "None"}
+
+
+def composite_params(schema):
+    """(name, has default, default as a Python value, keyword-only) of each argument a
+    composite function takes: the schema's, without out= arguments, in order."""
+    out = []
+    for a in schema.arguments:
+        if a in schema.out_arguments:
+            continue
+        name = a.name + "_" if a.name in _PY_RESERVED else a.name
+        default = a.default_value()
+        if isinstance(default, str) and a.type.base in ("ScalarType", "MemoryFormat", "Layout", "Device"):
+            default = None   # a named default is applied by the kernel entry, not the caller
+        out.append((name, a.default is not None, default, a in schema.kwonly))
+    return out
+
+
+def _check_composite_fn(op, root, file):
+    """The named function exists (in the tree of this ops.yaml, else this checkout's) and
+    takes the schema's arguments: same names, order, keyword-only split and defaults."""
+    def fail(msg):
+        return _err(file, op.line, str(op.schema), f"composite {op.composite_fn}: {msg}")
+    module, _, fname = op.composite_fn.rpartition(".")
+    rel = module.replace(".", os.sep)
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for base in dict.fromkeys((root, checkout)):
+        candidates = [os.path.join(base, rel + ".py"), os.path.join(base, rel, "__init__.py")]
+        src = next((c for c in candidates if os.path.exists(c)), None)
+        if src:
+            break
+    else:
+        raise fail(f"no module {module} ({rel}.py)")
+    with open(src, encoding="utf-8") as f:
+        try:
+            tree = ast.parse(f.read(), filename=src)
+        except SyntaxError as exc:
+            raise fail(f"{module} does not parse: {exc.msg} (line {exc.lineno})") from None
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    fn = defs.get(fname)
+    if fn is None:
+        hint = difflib.get_close_matches(fname, list(defs), n=1)
+        raise fail(f"{module} has no function '{fname}'" + (f" (did you mean '{hint[0]}'?)" if hint else ""))
+    where = f"{os.path.relpath(src, base)}:{fn.lineno}"
+    a = fn.args
+    if a.vararg or a.kwarg or a.posonlyargs:
+        raise fail(f"def {fname} ({where}) must take the schema's arguments by name, without *args, **kwargs or /")
+    pos_defaults = [None] * (len(a.args) - len(a.defaults)) + list(a.defaults)
+    got = [(x.arg, d, False) for x, d in zip(a.args, pos_defaults)]
+    got += [(x.arg, d, True) for x, d in zip(a.kwonlyargs, a.kw_defaults)]
+    want = composite_params(op.schema)
+    sig = ", ".join(n + ("=" + repr(v) if has else "") for n, has, v, _ in want)
+    if [n for n, _, _ in got] != [w[0] for w in want]:
+        raise fail(f"def {fname}({', '.join(n for n, _, _ in got)}) ({where}) must take ({sig}), the schema's arguments")
+    for (name, node, kwonly), (_, has, value, want_kw) in zip(got, want):
+        if kwonly != want_kw:
+            raise fail(f"argument '{name}' of def {fname} ({where}) must be "
+                       + ("keyword-only" if want_kw else "positional") + " as in the schema")
+        if not has:
+            if node is not None:
+                raise fail(f"argument '{name}' of def {fname} ({where}) has a default; the schema gives none")
+            continue
+        try:
+            given = ast.literal_eval(node) if node is not None else _NO_DEFAULT
+        except ValueError:
+            given = _NO_DEFAULT
+        if isinstance(given, list):
+            given = tuple(given)
+        if given is _NO_DEFAULT or given != value or isinstance(given, bool) != isinstance(value, bool):
+            raise fail(f"argument '{name}' of def {fname} ({where}) must default to {value!r}, as in the schema")
+
+
+_NO_DEFAULT = object()

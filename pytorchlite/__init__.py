@@ -56,9 +56,7 @@ for _name, _fn in _functions.EXPORTS.get("", {}).items():
     globals()[_name] = _fn
 del _name, _fn
 
-from pytorchlite import _functional  # noqa: E402  (split, tensor_split, nonzero, view: one name, several forms)
-
-_functional.install(globals(), Tensor)
+from pytorchlite._functional import einsum, tensordot  # noqa: E402,F401  (torch.functional's forms)
 
 from pytorchlite._promotion import result_type  # noqa: E402,F401
 from pytorchlite._creation import tensor, as_tensor, from_numpy, scalar_tensor  # noqa: E402,F401

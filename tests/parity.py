@@ -69,6 +69,8 @@ def to_oracle(v):
         if torch is None:
             return arr
         out = torch.from_numpy(np.ascontiguousarray(arr)).to(getattr(torch, dtype_name(v.dtype)))
+        if not arr.size:    # (from_numpy gives an empty array strides 0; PyTorch's own are contiguous)
+            out = torch.empty(arr.shape, dtype=out.dtype)
         if dtype_name(v.dtype) == "bfloat16" and np.isnan(arr).any():
             # torch turns every float32 nan into the bfloat16 bits 0xffff (sign set); keep the
             # sign the pytorchlite tensor holds, so that both see the same data

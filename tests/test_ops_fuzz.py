@@ -247,10 +247,10 @@ def test_ops_fuzz(op):
         if want_exc is not None:
             if isinstance(want_exc, TypeError) and not any(
                     any(v is w for w in WRONG) for v in list(args) + list(kwargs.values())):
-                # PyTorch's argument parser refused well-typed values: one schema here stands
-                # for several PyTorch overloads (max(dim) and max(other), prod() and
-                # prod(dim), sort(stable=)), so a combination one overload refuses can be
-                # valid here. Calls with a wrong-typed value must still be refused.
+                # PyTorch's argument parser refused well-typed values: one schema here may
+                # stand for several PyTorch overloads (prod() and prod(dim), sort(stable=)),
+                # so a combination one overload refuses can be valid here. Calls with a
+                # wrong-typed value must still be refused.
                 return
             assert got_exc is not None, (f"{where}: PyTorch raised {type(want_exc).__name__}({want_exc}), "
                                          f"pytorchlite returned {got!r}")

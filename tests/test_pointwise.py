@@ -299,6 +299,7 @@ for _name in ("isclose", "allclose", "equal"):
                                                                      "equal_nan": True})]
     COMPOSITE_CASES[_name] = (getattr(pytorchlite, _name), getattr(torch, _name), [
         lambda d: ((_t()(d), _t()(d)), {}), lambda d: ((_t()(d),) * 2, {})] + _extra)
+COMPOSITE_CASES["where"] = (pytorchlite.where, torch.where, [lambda d: ((_t()(d),), {})])   # where(condition)
 COMPOSITE_CASES["hardtanh"] = (F.hardtanh, TF.hardtanh, [
     lambda d: ((_t()(d),), {}), lambda d: ((_t()(d), -0.5, 2.0), {}), lambda d: ((_t()(d), 2.0, -1.0), {}),
     lambda d: ((_t()(d), 0.0, 2.0), {}),

@@ -167,7 +167,8 @@ def test_dtypes(dtype, src):
     (lambda x: x.narrow(1, 2, 2), RuntimeError, "start (2) + length (2) exceeds dimension size (3)."),
     (lambda x: x.as_strided((2, 2), (1, 2), 10), RuntimeError, "out of bounds for storage of size 24"),
     (lambda x: x.resize_(-1), RuntimeError, "Trying to create tensor with negative dimension -1: [-1]"),
-    (lambda x: x.view(1.5), TypeError, "view(): argument 'size'"),
+    (lambda x: x.view(1.5), TypeError, "view() received an invalid combination of arguments - got (float), but "
+                                       "expected one of:\n * (pytorchlite.dtype dtype)\n"),
     (lambda x: x.reshape("a"), TypeError, "reshape(): argument 'shape'"),
     (lambda x: x.transpose(0, 1.0), TypeError, "transpose(): argument 'dim1'"),
 ])

@@ -16,7 +16,7 @@ from pytorchlite._C import check, ffi, lib
 from pytorchlite._core import descriptors as _descs, empty as _empty, broadcast_shapes
 from pytorchlite._kernels.factories import _check_pin_memory
 from pytorchlite._random import get_generator
-from pytorchlite._core import TensorBase as Tensor, to_dtype
+from pytorchlite._core import to_dtype
 
 # distribution kinds, as kernels/random.c numbers them (for ptl_random_counters)
 _UNIFORM, _NORMAL, _EXPONENTIAL, _INTEGER, _BERNOULLI, _POISSON, _RANDPERM, _MULTINOMIAL = range(8)
@@ -331,12 +331,16 @@ def _bernoulli_tensor_into(op, self, p, generator):
     return self
 
 
-def bernoulli_(self, p=0.5, generator=None):
+def bernoulli__tensor(self, p, generator=None):
     _check_autograd("bernoulli_", self)
-    if isinstance(p, Tensor):
-        _bernoulli_tensor_into("bernoulli_", self, p, generator)
-    else:
-        _bernoulli_scalar_into("bernoulli_", self, float(p), generator)
+    _bernoulli_tensor_into("bernoulli_", self, p, generator)
+    self._vc[0] += 1
+    return self
+
+
+def bernoulli__float(self, p=0.5, generator=None):
+    _check_autograd("bernoulli_", self)
+    _bernoulli_scalar_into("bernoulli_", self, p, generator)
     self._vc[0] += 1
     return self
 
@@ -412,47 +416,36 @@ def randint_like(self, low, high=None, generator=None, dtype=None, layout=None, 
     return _finish(_random_into("randint_like", t, low, high, generator), requires_grad)
 
 
-_NORMAL_FORMS = (
-    " * (Tensor mean, Tensor std, *, torch.Generator generator = None, Tensor out = None)\n"
-    " * (Tensor mean, float std = 1, *, torch.Generator generator = None, Tensor out = None)\n"
-    " * (float mean, Tensor std, *, torch.Generator generator = None, Tensor out = None)\n"
-    " * (float mean, float std, tuple of ints size, *, torch.Generator generator = None, Tensor out = None, "
-    "torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, bool pin_memory = False, "
-    "bool requires_grad = False)\n")
-
-
-def normal(mean, std=1.0, size=None, generator=None, dtype=None, layout=None, device=None, pin_memory=None,
-           requires_grad=False):
+def normal_float_float(mean, std, size, generator=None, dtype=None, layout=None, device=None, pin_memory=None,
+                       requires_grad=False):
     _check_pin_memory(pin_memory)
-    mt, st = isinstance(mean, Tensor), isinstance(std, Tensor)
-    if not mt and not st:
-        if size is None:
-            raise TypeError("normal() received an invalid combination of arguments - got (float, float), but "
-                            "expected one of:\n" + _NORMAL_FORMS)
-        _check_std(float(std))
-        t = _new("normal", size, _float_dtype(dtype), device)
-        return _finish(_normal_into("normal", t, float(mean), float(std), generator), requires_grad)
-    if size is not None or dtype is not None:
-        got = ", ".join("Tensor" if isinstance(x, Tensor) else type(x).__name__ for x in (mean, std))
-        raise TypeError(f"normal() received an invalid combination of arguments - got ({got}, ...), but expected "
-                        "one of:\n" + _NORMAL_FORMS)
-    if st:
-        if std.numel() and not _all_in_range(std, 0.0, math.inf):
-            raise RuntimeError("normal expects all elements of std >= 0.0")
-    else:
-        _check_std(float(std))
-    # the result has the first tensor's dtype (PyTorch allocates it like `mean`, else `std`)
-    if mt and st:
-        shape, dt = broadcast_shapes("normal", [mean._shape, std._shape]), mean._dtype
-    elif mt:
-        shape, dt = mean._shape, mean._dtype
-    else:
-        shape, dt = std._shape, std._dtype
-    dev = (mean if mt else std)._device
-    out = _empty(tuple(shape), dt, dev)
-    _normal_into("normal", out, 0.0 if mt else float(mean), 1.0 if st else float(std), generator,
-                 mean if mt else None, std if st else None)
-    return _finish(out, requires_grad)
+    _check_std(std)
+    t = _new("normal", size, _float_dtype(dtype), device)
+    return _finish(_normal_into("normal", t, mean, std, generator), requires_grad)
+
+
+def normal_tensor_tensor(mean, std, generator=None):
+    _check_std_tensor(std)
+    # the result has mean's dtype (PyTorch allocates it like `mean`)
+    out = _empty(tuple(broadcast_shapes("normal", [mean._shape, std._shape])), mean._dtype, mean._device)
+    return _normal_into("normal", out, 0.0, 1.0, generator, mean, std)
+
+
+def normal_tensor_float(mean, std=1.0, generator=None):
+    _check_std(std)
+    out = _empty(tuple(mean._shape), mean._dtype, mean._device)
+    return _normal_into("normal", out, 0.0, std, generator, mean, None)
+
+
+def normal_float_tensor(mean, std, generator=None):
+    _check_std_tensor(std)
+    out = _empty(tuple(std._shape), std._dtype, std._device)
+    return _normal_into("normal", out, mean, 1.0, generator, None, std)
+
+
+def _check_std_tensor(std):
+    if std.numel() and not _all_in_range(std, 0.0, math.inf):
+        raise RuntimeError("normal expects all elements of std >= 0.0")
 
 
 def bernoulli(self, p=None, generator=None):

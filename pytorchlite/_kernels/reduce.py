@@ -14,14 +14,13 @@ row or column loop and spreads the work over the threads.
 import warnings
 
 from pytorchlite import _dtype as D
-from pytorchlite._argparse import wrap_dim, int_ as _int_arg
+from pytorchlite._argparse import wrap_dim
 from pytorchlite._C import check, ffi, lib
 from pytorchlite._core import copy_into, to_dtype
 from pytorchlite._storage import Storage
 from pytorchlite._device import CPU as _CPU
-from pytorchlite._core import TensorBase as Tensor, contiguous_strides, make, numel as _numel
+from pytorchlite._core import contiguous_strides, make, numel as _numel
 from pytorchlite import return_types
-from pytorchlite._ops import ops as F
 
 # Operation codes of ptl_reduce; kernels/reduce.c holds the same enum.
 R_SUM, R_PROD, R_MEAN, R_NANSUM, R_NANMEAN, R_COUNT_NZ, R_ALL, R_ANY, R_NORM, R_LOGSUMEXP, \
@@ -207,37 +206,33 @@ def amin(self, dim=(), keepdim=False):
     return _launch(R_AMIN, "amin", self, dims, keepdim, self._dtype)
 
 
-def _max_min(op, code_full, code_dim, result, self, dim, keepdim):
-    if isinstance(dim, Tensor):
-        # max(input, other): the elementwise form
-        if keepdim:
-            raise TypeError(f"{op}(): argument 'keepdim' is not accepted together with a Tensor 'other'")
-        binary = getattr(F, "maximum" if op == "max" else "minimum", None)
-        if binary is None:
-            raise NotImplementedError(f"{op}(input, other) needs the '{'maximum' if op == 'max' else 'minimum'}' "
-                                      "operator, which is not declared in ops.yaml")
-        return binary(self, dim)
-    if dim is None:
-        if keepdim:
-            raise TypeError(f"{op}(): argument 'keepdim' needs 'dim' to be given")
-        dims = tuple(range(len(self._shape)))
-        _check_nonempty(op, self, dims, True)
-        return _launch(code_full, op, self, dims, False, self._dtype)
-    if isinstance(dim, (bool, float)):
-        raise TypeError(f"{op}(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
-    dim = _int_arg(op, "dim", 2, dim)
+def _extreme_all(op, code, self):
+    dims = tuple(range(len(self._shape)))
+    _check_nonempty(op, self, dims, True)
+    return _launch(code, op, self, dims, False, self._dtype)
+
+
+def _extreme_dim(op, code, result, self, dim, keepdim):
     dims = _dims(op, self, (dim,))
     _check_nonempty(op, self, dims, False)
-    values, indices = _launch(code_dim, op, self, dims, keepdim, self._dtype, aux_dtype=_I64)
+    values, indices = _launch(code, op, self, dims, keepdim, self._dtype, aux_dtype=_I64)
     return result(values, indices)
 
 
-def max(self, dim=None, keepdim=False):
-    return _max_min("max", R_AMAX, R_MAX, return_types.max, self, dim, keepdim)
+def max_all(self):
+    return _extreme_all("max", R_AMAX, self)
 
 
-def min(self, dim=None, keepdim=False):
-    return _max_min("min", R_AMIN, R_MIN, return_types.min, self, dim, keepdim)
+def max_dim(self, dim, keepdim=False):
+    return _extreme_dim("max", R_MAX, return_types.max, self, dim, keepdim)
+
+
+def min_all(self):
+    return _extreme_all("min", R_AMIN, self)
+
+
+def min_dim(self, dim, keepdim=False):
+    return _extreme_dim("min", R_MIN, return_types.min, self, dim, keepdim)
 
 
 def _arg(op, code, self, dim, keepdim):

@@ -19,7 +19,7 @@ from pytorchlite.autograd.engine import sum_to as _sum_to
 __all__ = [
     "sum_to", "materialize", "maybe_multiply", "zeros_of", "reduced_dims", "expand_reduced", "reduce_count",
     "mean_backward", "nansum_backward", "nanmean_backward", "prod_backward", "amax_backward", "minmax_backward",
-    "minmax_other_backward", "var_backward", "std_backward", "var_mean_backward", "std_mean_backward",
+    "var_backward", "std_backward", "var_mean_backward", "std_mean_backward",
     "aminmax_backward", "logsumexp_backward", "norm_backward", "matmul_backward", "invert_permutation",
     "movedim_backward", "narrow_backward", "select_backward", "split_backward", "unbind_backward",
     "diagonal_backward", "as_strided_backward", "unfold_backward", "index_select_backward",
@@ -160,15 +160,8 @@ def amax_backward(grad, self, result, dim, keepdim):
 
 
 def minmax_backward(grad, self, dim, keepdim, values, indices):
-    """max / min over the three forms: the full reduction (shared among ties, as PyTorch's
-    evenly_distribute_backward), one dim (to the index of the chosen element) and the
-    elementwise form with another tensor (to the larger / smaller; half each at ties)."""
-    if isinstance(dim, Tensor):
-        other = dim
-        chosen = values
-        both = (self == other)
-        g = _F.where(self == chosen, grad, zeros_of(grad.shape, grad))
-        return _F.where(both, g * 0.5, g)
+    """max / min over all elements (shared among ties, as PyTorch's
+    evenly_distribute_backward) or along one dim (to the index of the chosen element)."""
     if dim is None:
         mask = (self == values).to(grad.dtype)
         return grad * mask / mask.sum()
@@ -195,14 +188,6 @@ def _along_dim_entries(shape, d, idx):
             view[k] = n
             entries.append(_F.arange(n, device=idx._device).reshape(view))
     return entries
-
-
-def minmax_other_backward(grad, self, dim, values):
-    if not isinstance(dim, Tensor):
-        return None
-    other = dim
-    g = _F.where(other == values, grad, zeros_of(grad.shape, grad))
-    return _F.where(self == other, g * 0.5, g)
 
 
 def _correction(unbiased, correction):

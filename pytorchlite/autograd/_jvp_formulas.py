@@ -107,18 +107,13 @@ def reduction_jvp(partials, self_t, dim, keepdim):
     return prod.sum(dims, keepdim=keepdim) if dims else prod
 
 
-def minmax_jvp(self, self_t, dim, dim_t, keepdim, values, indices):
-    """max / min in their three forms (see minmax_backward): the full reduction (ties
-    share), one dim (the tangent at the returned index) and the elementwise form with
-    another tensor `dim` (the chosen side's tangent; the mean of both at ties)."""
+def minmax_jvp(self, self_t, dim, keepdim, values, indices):
+    """max / min over all elements (the tangent shared among ties, as the gradient is) or
+    along one dim (the tangent at the returned index, with None for the indices)."""
     from pytorchlite.autograd import _formulas as H
-    if isinstance(dim, type(self)):
-        picked = F.where(self == values, self_t, dim_t)
-        return (F.where(self == dim, (self_t + dim_t) * 0.5, picked), None)
     if dim is None:
         ones = F.ones_like(values)
-        return (reduction_jvp(H.minmax_backward(ones, self, None, keepdim, values, indices), self_t, None, False),
-                None)
+        return reduction_jvp(H.minmax_backward(ones, self, None, keepdim, values, indices), self_t, None, False)
     if self.ndim == 0:
         return (self_t, None)
     idx = indices if keepdim else indices.unsqueeze(dim)

@@ -29,11 +29,12 @@ from codegen.model import load_ops
 
 OPS = load_ops(os.path.join(ROOT, "ops.yaml"))
 DERIVS = load_derivative_entries(os.path.join(ROOT, "derivatives.yaml"), OPS)
-BY_NAME = {op.name: op for op in OPS}
+BY_NAME = {op.full_name: op for op in OPS}     # (overloads by their full name: max.dim)
 DIFFERENTIABLE = sorted(DERIVS)
-# composites differentiate through their parts; checked too (those with non-floating
-# outputs, like not_equal, are skipped when their output turns out not to need a gradient)
-COMPOSITES = sorted(op.name for op in OPS if op.kind == "composite"
+# composites differentiate through their parts, aliases as their target; checked too (those
+# with non-floating outputs, like not_equal, are skipped when their output turns out not to
+# need a gradient)
+COMPOSITES = sorted(op.full_name for op in OPS if op.kind in ("composite", "alias")
                     and any(a.type.base == "Tensor" for a in op.schema.arguments))
 
 _rng = np.random.default_rng(1234)
@@ -83,7 +84,8 @@ DOMAINS = {
 SCALARS = {"clamp": {"min": -0.5, "max": 0.6}, "clip": {"min": -0.5, "max": 0.6}, "hardtanh": {},
            "threshold": {"threshold": 0.1, "value": 2.0}, "threshold_backward": {"threshold": 0.1}}
 # gradients undefined (random) or backward formulas that are not differentiable again
-NO_GRADGRAD = {"normal"}
+NORMAL = {"normal.Tensor_Tensor", "normal.Tensor_float", "normal.float_Tensor"}
+NO_GRADGRAD = set(NORMAL)
 # float_power_'s composite computes float_power(self, ...) and writes it back into self;
 # pow saved self, so backward rightly reports self as modified in place (the composite
 # would need to compute from self.clone(), as the generated in-place variants do)
@@ -101,7 +103,7 @@ def _pointwise_samples(op):
                 kw[a.name] = SCALARS[op.name][a.name]
             elif a.default is None:
                 kw[a.name] = 0.7
-    where = op.pointwise is not None and op.pointwise.promotion == "where"
+    where = op.impl.pointwise is not None and op.impl.pointwise.promotion == "where"
 
     def make(shapes, layout="contiguous"):
         args = []
@@ -134,12 +136,13 @@ def _pointwise_samples(op):
 
 def _m(name):
     """The method form (op is method-only)."""
-    return getattr(F, "_m_" + name)
+    return getattr(F, BY_NAME[name].method_pyname)
 
 
 def _fn(name):
+    """The operator's own binding (an overload's, not the parser of its name)."""
     op = BY_NAME[name]
-    return getattr(F, name) if op.has_function else _m(name)
+    return getattr(F, op.function_pyname) if op.has_function else _m(name)
 
 
 def _mutating(name):
@@ -183,11 +186,14 @@ SAMPLES = {
     "select": lambda: [(None, [T(3, 4, layout="s"), 1, -1], {}), (None, [T(3, 4), 0, 1], {})],
     "unbind": lambda: [(lambda x: F.unbind(x, 1)[1] * 2 + F.unbind(x, 1)[3], [T(3, 4)], {}),
                        (None, [T(2, 3)], {})],
-    "split": lambda: [(None, [T(3, 5), 2, 1], {}), (lambda x: F.split(x, 2, 0)[0], [T(3, 4)], {})],
+    "split.Tensor": lambda: [(None, [T(3, 5), 2, 1], {}), (lambda x: F.split(x, 2, 0)[0], [T(3, 4)], {})],
+    "split.sizes": lambda: [(None, [T(3, 4), (1, 3), 1], {})],
     "split_with_sizes": lambda: [(None, [T(3, 4), (1, 3), 1], {})],
     "chunk": lambda: [(None, [T(3, 4, layout="t"), 3, 1], {})],
-    "tensor_split": lambda: [(None, [T(3, 5), 3, 1], {})],
-    "_tensor_split_indices": lambda: [(None, [T(3, 5), (1, 3), 1], {})],
+    "tensor_split.sections": lambda: [(None, [T(3, 5), 3, 1], {})],
+    "tensor_split.indices": lambda: [(None, [T(3, 5), (1, 3), 1], {})],
+    "tensor_split.tensor_indices_or_sections": lambda: [(None, [T(3, 5), I([1, 3]), 1], {}),
+                                                        (None, [T(3, 5), I(2), 1], {})],
     "as_strided": lambda: [(None, [T(3, 4), (2, 2), (1, 4), 1], {}),
                            (None, [T(6), (3, 3), (1, 1)], {})],     # overlapping windows add up
     "diagonal": lambda: [(None, [T(3, 4)], {}), (None, [T(3, 4), 1], {}), (None, [T(2, 3, 4), -1, 1, 2], {})],
@@ -221,9 +227,13 @@ SAMPLES = {
     "amax": lambda: [(None, [T(3, 4), 1], {}), (None, [T(2, 3, 4, layout="t"), (0, 2), True], {}),
                      (None, [T(3, 4)], {})],
     "amin": lambda: [(None, [T(3, 4), 1], {}), (None, [T(3, 4)], {})],
-    "max": lambda: [(None, [T(3, 4)], {}), (lambda x: F.max(x, 1).values, [T(3, 4, layout="t")], {}),
-                    (lambda x: F.max(x, 1, True)[0], [T(3, 4)], {}), (None, [T(3, 4), T(4)], {})],
-    "min": lambda: [(None, [T(3, 4)], {}), (lambda x: F.min(x, 0)[0], [T(3, 4)], {}), (None, [T(3, 4), T(3, 4)], {})],
+    "max": lambda: [(None, [T(3, 4)], {})],
+    "max.dim": lambda: [(lambda x: F.max(x, 1).values, [T(3, 4, layout="t")], {}),
+                        (lambda x: F.max(x, 1, True)[0], [T(3, 4)], {})],
+    "max.other": lambda: [(None, [T(3, 4), T(4)], {})],
+    "min": lambda: [(None, [T(3, 4)], {})],
+    "min.dim": lambda: [(lambda x: F.min(x, 0)[0], [T(3, 4)], {})],
+    "min.other": lambda: [(None, [T(3, 4), T(3, 4)], {})],
     "aminmax": lambda: [(lambda x: sum(F.aminmax(x)), [T(3, 4)], {}),
                         (lambda x: F.aminmax(x, dim=1)[1], [T(3, 4)], {})],
     "var": lambda: [(None, [T(3, 4)], {}), (None, [T(3, 4, layout="t"), 1], {}),
@@ -235,6 +245,8 @@ SAMPLES = {
     "logsumexp": lambda: [(None, [T(3, 4), 1], {}), (None, [T(3, 4, layout="s"), (0, 1), True], {})],
     "norm": lambda: [(None, [T(3, 4)], {}), (None, [T(3, 4), 1, 1], {}), (None, [T(3, 4), 3, (0,)], {}),
                      (None, [T(3, 4), _inf(), 1], {})],
+    "norm.str": lambda: [(None, [T(3, 4), "fro"], {}), (None, [T(3, 4), "nuc"], {}),
+                         (None, [T(2, 3, 4), "fro", (1, 2)], {})],
     "mm": lambda: [(None, [T(3, 4), T(4, 2, layout="t")], {})],
     "bmm": lambda: [(None, [T(2, 3, 4), T(2, 4, 2)], {})],
     "matmul": lambda: [(None, [T(3), T(3)], {}), (None, [T(2, 3), T(3)], {}), (None, [T(3), T(3, 2)], {}),
@@ -252,9 +264,10 @@ SAMPLES = {
     "outer": lambda: [(None, [T(3), T(4)], {})],
     "addr": lambda: [(None, [T(3, 4), T(3), T(4)], {"beta": 2.0, "alpha": 0.5}), (None, [T(4), T(3), T(4)], {})],
     # composites whose inputs the schema alone cannot give
-    "clamp": lambda: [(None, [T(3, 4), -0.5, 0.6], {}), (None, [T(3, 4, layout="t"), T(4), T(3, 1)], {}),
-                      (None, [T(3, 4)], {"max": T(4)})],
+    "clamp": lambda: [(None, [T(3, 4), -0.5, 0.6], {})],
+    "clamp.Tensor": lambda: [(None, [T(3, 4, layout="t"), T(4), T(3, 1)], {}), (None, [T(3, 4)], {"max": T(4)})],
     "clip": lambda: [(None, [T(3, 4), -0.5], {})],
+    "clip.Tensor": lambda: [(None, [T(3, 4)], {"max": T(4)})],
     "linalg_matmul": lambda: [(None, [T(2, 3, 4), T(4, 2)], {})],
     "ger": lambda: [(None, [T(3), T(4, layout="s")], {})],
     "cat": lambda: [(None, [[T(2, 3), T(1, 3, layout="s"), T(0, 3)], 0], {}), (None, [[T(2, 3), T(2, 1)], -1], {}),
@@ -289,8 +302,9 @@ SAMPLES = {
                                (None, [T(4), B(_rng.random((2, 4)) > 0.5), T(3, 4)], {})],
     "repeat": lambda: [(None, [T(2, 3), (2, 1, 2)], {})],
     "tile": lambda: [(None, [T(2, 3, layout="t"), (2,)], {})],
-    "repeat_interleave": lambda: [(None, [T(2, 3), 2, 1], {}), (None, [T(2, 3), I([1, 2]), 0], {}),
-                                  (None, [T(2, 3), 2], {})],
+    "repeat_interleave.self_int": lambda: [(None, [T(2, 3), 2, 1], {}), (None, [T(2, 3), 2], {})],
+    "repeat_interleave.self_Tensor": lambda: [(None, [T(2, 3), I([1, 2]), 0], {})],
+    "repeat_interleave.Tensor": lambda: [(None, [I([1, 2])], {})],
     "flip": lambda: [(None, [T(2, 3, 4, layout="s"), (0, 2)], {})],
     "fliplr": lambda: [(None, [T(2, 3)], {})],
     "flipud": lambda: [(None, [T(2, 3, layout="t")], {})],
@@ -378,13 +392,17 @@ SAMPLES = {
                                    (None, [T(3, 4), 3, [0, 1], True], {})],
     "linalg_matrix_norm": lambda: [(None, [T(3, 4), 1], {}), (None, [T(2, 3, 4), -1], {}), (None, [T(3, 4), 2], {}),
                                    (None, [T(3, 4), _inf()], {}), (None, [T(2, 3, 3), -2], {"keepdim": True})],
-    "_linalg_matrix_norm_str": lambda: [(None, [T(3, 4)], {}), (None, [T(2, 3, 4), "nuc"], {})],
+    "linalg_matrix_norm.str_ord": lambda: [(None, [T(3, 4)], {}), (None, [T(2, 3, 4), "nuc"], {})],
     "linalg_norm": lambda: [(None, [T(3, 4)], {}), (None, [T(3, 4), 2], {}), (None, [T(2, 3, 4), 1, 2], {})],
-    "_linalg_norm_str": lambda: [(None, [T(3, 4), "nuc"], {})],
+    "linalg_norm.ord_str": lambda: [(None, [T(3, 4), "nuc"], {})],
     "linalg_cross": lambda: [(None, [T(4, 3), T(1, 3)], {}), (None, [T(3, 2, layout="t"), T(3, 2)], {"dim": 0})],
     "cross": lambda: [(None, [T(2, 3), T(2, 3), 1], {})],
     "dist": lambda: [(None, [T(3, 4), T(4)], {}), (None, [T(3), T(3)], {"p": 1})],
     "cdist": lambda: [(None, [T(2, 4, 3), T(5, 3)], {}), (None, [T(4, 3), T(2, 3)], {"p": 1.0})],
+    "linalg_pinv.rcond": lambda: [(None, [T(3, 4), 1e-3], {}), (None, [T(3, 3)], {"rcond": 1e-3, "hermitian": False})],
+    "linalg_pinv.rcond_tensor": lambda: [(None, [T(3, 4), P.tensor(1e-3, dtype=P.float64)], {})],
+    "linalg_matrix_rank.tol": lambda: [(None, [T(3, 4), 0.1], {})],
+    "linalg_matrix_rank.tol_tensor": lambda: [(None, [T(3, 4), P.tensor(0.1, dtype=P.float64)], {})],
     "linalg_pinv": lambda: [(None, [T(3, 4)], {}), (None, [T(2, 4, 3, layout="t")], {}),
                             (lambda x: F.linalg_pinv(x + x.mT, hermitian=True), [T(3, 3)], {}),
                             (lambda x: F.linalg_pinv(x + P.eye(3, dtype=P.float64) * 3, atol=0.1, rtol=1e-3),
@@ -422,10 +440,10 @@ SAMPLES = {
     "linalg_cond": lambda: [(None, [T(3, 4)], {}), (None, [T(2, 3, 3), -2], {}),
                             (lambda x: F.linalg_cond(x + P.eye(3, dtype=P.float64) * 2, 1), [T(3, 3)], {}),
                             (lambda x: F.linalg_cond(x + P.eye(3, dtype=P.float64) * 2, -math.inf), [T(3, 3)], {})],
-    "_linalg_cond_str": lambda: [(lambda x: F._linalg_cond_str(x + P.eye(3, dtype=P.float64) * 2, "fro"),
-                                  [T(3, 3)], {}),
-                                 (lambda x: F._linalg_cond_str(x + P.eye(3, dtype=P.float64) * 2, "nuc"),
-                                  [T(2, 3, 3)], {})],
+    "linalg_cond.p_str": lambda: [(lambda x: F.linalg_cond(x + P.eye(3, dtype=P.float64) * 2, "fro"),
+                                   [T(3, 3)], {}),
+                                  (lambda x: F.linalg_cond(x + P.eye(3, dtype=P.float64) * 2, "nuc"),
+                                   [T(2, 3, 3)], {})],
     "linalg_matrix_exp": lambda: [(None, [T(3, 3)], {}), (None, [T(2, 3, 3, layout="t")], {}),
                                   # norms above the Pade range: scaled and squared, one matrix more than the other
                                   (lambda x: F.linalg_matrix_exp(x * P.tensor([[[[8.]]], [[[1.]]]], dtype=P.float64)),
@@ -509,12 +527,12 @@ def _samples(name):
     op = BY_NAME[name]
     if name in SAMPLES:
         return [(f or _fn(name), args, kw) for f, args, kw in SAMPLES[name]()]
-    if op.kind == "pointwise" or (op.kind == "composite" and _schema_is_simple(op)):
+    if op.impl.kind == "pointwise" or (op.impl.kind == "composite" and _schema_is_simple(op)):
         mutates = op.schema.arguments[0].type.is_mutable
         fn = _mutating(name) if mutates else _fn(name)
         out = [(fn, args, kw) for args, kw in _pointwise_samples(op)]
         if op.has_inplace:
-            inplace = _m(name + "_")
+            inplace = getattr(F, op.inplace_pyname)
 
             def run_inplace(s, *a, **kw):
                 return inplace(s * 1, *a, **kw)
@@ -531,7 +549,7 @@ def test_every_operator_is_classified():
     `differentiable: false` in ops.yaml; composites differentiate through their parts."""
     missing = []
     for op in OPS:
-        if op.kind == "composite" or op.differentiable is False or op.name in DERIVS:
+        if op.kind in ("composite", "alias") or op.differentiable is False or op.full_name in DERIVS:
             continue
         if any(a.type.base == "Tensor" for a in op.schema.arguments if a not in op.schema.out_arguments):
             missing.append(f"{op.file}:{op.line}: {op.name}")
@@ -572,7 +590,7 @@ def _run_check(check, name, limit=None):
             raise AssertionError(f"{name} sample {k} (args {shapes}, kwargs {kw}): {type(e).__name__}: {e}") from e
 
 
-@pytest.mark.parametrize("name", [n for n in DIFFERENTIABLE + COMPOSITES if n not in {"normal"} | KNOWN_BROKEN])
+@pytest.mark.parametrize("name", [n for n in DIFFERENTIABLE + COMPOSITES if n not in NORMAL | KNOWN_BROKEN])
 def test_gradcheck(name):
     _run_check(lambda f, a: gradcheck(f, a, eps=1e-6, atol=1e-6, rtol=1e-4), name)
 
@@ -610,7 +628,7 @@ def test_forward_ad(name):
 
 
 def test_normal_gradients_are_zero():
-    if "normal" not in DERIVS:
+    if "normal.Tensor_Tensor" not in DERIVS:
         pytest.skip("normal is not differentiable here")
     mean = T(3)
     std = T(3, low=0.5, high=1.0, signed=False)

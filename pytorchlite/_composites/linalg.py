@@ -1,7 +1,8 @@
-"""Bodies of the composite linear-algebra operators of ops.yaml: einsum, tensordot, kron,
-trace, the matrix / vector norms, matrix_rank, multi_dot, matrix_power, vecdot, cond and
-matrix_exp. They are written in other operators (permute, reshape, diagonal, expand, bmm,
-sum, linalg_solve, ...), so autograd differentiates through them.
+"""The composite linear-algebra operators of ops.yaml: einsum, tensordot, kron, trace, the
+matrix / vector norms, matrix_rank, multi_dot, matrix_power, vecdot, cond, matrix_exp,
+slogdet / logdet and the svd / eigh front ends, each with its operator's signature. They
+are written in other operators (permute, reshape, diagonal, expand, bmm, sum,
+linalg_solve, ...), so autograd differentiates through them.
 
 einsum works as PyTorch's does: repeated subscripts in one operand become a diagonal,
 subscripts seen in one operand only and absent from the output are summed at once, and
@@ -11,8 +12,7 @@ the shared (batch), left-only, right-only and contracted subscripts.
 
 import math
 
-import pytorchlite.generated.functions as _F
-
+from pytorchlite._ops import ops as _F
 
 
 # --- einsum -------------------------------------------------------------------------------
@@ -36,19 +36,19 @@ def _parse_term(eq, start, term, what):
     return labels
 
 
-def einsum(equation, operands):
-    if len(operands) == 0:
+def einsum(equation, tensors, *, path=None):
+    if len(tensors) == 0:
         raise RuntimeError("einsum(): must provide at least one operand")
     eq = equation.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
-    if len(terms) > len(operands):
+    if len(terms) > len(tensors):
         raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
-    if len(terms) < len(operands):
+    if len(terms) < len(tensors):
         raise RuntimeError("einsum(): more operands were provided than specified in the equation")
     ops, pos = [], 0
     ell_n = 0
-    for k, (term, t) in enumerate(zip(terms, operands)):
+    for k, (term, t) in enumerate(zip(terms, tensors)):
         labels = _parse_term(eq, pos, term, f"operand {k}")
         pos += len(term) + 1
         nd = len(t.shape)
@@ -177,23 +177,23 @@ def _contract(a, la, b, lb, keep, sizes):
 
 # --- tensordot, kron, trace ---------------------------------------------------------------
 
-def tensordot(a, b, dims_a, dims_b):
-    if len(dims_a) != len(dims_b):
+def tensordot(self, other, dims_self, dims_other):
+    if len(dims_self) != len(dims_other):
         raise RuntimeError("both dimension lists should have same length")
-    na, nb = len(a.shape), len(b.shape)
-    da = [d % na if na else d for d in dims_a]
-    db = [d % nb if nb else d for d in dims_b]
+    na, nb = len(self.shape), len(other.shape)
+    da = [d % na if na else d for d in dims_self]
+    db = [d % nb if nb else d for d in dims_other]
     for x, y in zip(da, db):
-        if a.shape[x] != b.shape[y]:
-            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[x]} in dim {x} "
-                               f"and second has size {b.shape[y]} in dim {y}")
+        if self.shape[x] != other.shape[y]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {self.shape[x]} in dim {x} "
+                               f"and second has size {other.shape[y]} in dim {y}")
     fa = [d for d in range(na) if d not in da]
     fb = [d for d in range(nb) if d not in db]
-    ka = math.prod(a.shape[d] for d in da)
-    a2 = a.permute(fa + da).reshape(math.prod(a.shape[d] for d in fa), ka)
-    b2 = b.permute(db + fb).reshape(ka, math.prod(b.shape[d] for d in fb))
+    ka = math.prod(self.shape[d] for d in da)
+    a2 = self.permute(fa + da).reshape(math.prod(self.shape[d] for d in fa), ka)
+    b2 = other.permute(db + fb).reshape(ka, math.prod(other.shape[d] for d in fb))
     r = _F.mm(a2, b2) if a2.dtype == b2.dtype else _F.mm(*_promote(a2, b2))
-    return r.reshape([a.shape[d] for d in fa] + [b.shape[d] for d in fb])
+    return r.reshape([self.shape[d] for d in fa] + [other.shape[d] for d in fb])
 
 
 def _promote(a, b):
@@ -202,21 +202,21 @@ def _promote(a, b):
     return a.to(dt), b.to(dt)
 
 
-def kron(a, b):
-    nd = max(len(a.shape), len(b.shape))
-    sa = [1] * (nd - len(a.shape)) + list(a.shape)
-    sb = [1] * (nd - len(b.shape)) + list(b.shape)
-    a2 = a.reshape([x for n in sa for x in (n, 1)])
-    b2 = b.reshape([x for n in sb for x in (1, n)])
+def kron(self, other):
+    nd = max(len(self.shape), len(other.shape))
+    sa = [1] * (nd - len(self.shape)) + list(self.shape)
+    sb = [1] * (nd - len(other.shape)) + list(other.shape)
+    a2 = self.reshape([x for n in sa for x in (n, 1)])
+    b2 = other.reshape([x for n in sb for x in (1, n)])
     return (a2 * b2).reshape([x * y for x, y in zip(sa, sb)])
 
 
-def trace(t):
-    if t.dtype.name == "bool":
+def trace(self):
+    if self.dtype.name == "bool":
         raise NotImplementedError("\"trace\" not implemented for 'Bool'")
-    if len(t.shape) != 2:
-        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {len(t.shape)}")
-    return t.diagonal().sum()
+    if len(self.shape) != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {len(self.shape)}")
+    return self.diagonal().sum()
 
 
 # --- norms --------------------------------------------------------------------------------
@@ -238,40 +238,63 @@ def _check_norm_dtype(op, t, dtype):
                                f"narrowing to the specified dtype ({dtype._torch_name})")
 
 
-def vector_norm(x, ord=2, dim=None, keepdim=False, dtype=None):
+def vector_norm(self, ord=2, dim=None, keepdim=False, *, dtype=None):
     # PyTorch's order: the input's dtype, then the empty-tensor checks, then `dtype`
-    _check_floating("linalg.vector_norm", x)
+    _check_floating("linalg.vector_norm", self)
     if isinstance(dim, int):
         dim = [dim]
     if dim is not None and len(dim) == 0:
         dim = None
-    if x.numel() == 0 and (ord < 0 or ord == math.inf):
+    if self.numel() == 0 and (ord < 0 or ord == math.inf):
         if dim is None:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {_fmt_ord(ord)} norm on an empty tensor because "
                                "the operation does not have an identity")
-        nd = len(x.shape)
+        nd = len(self.shape)
         for d in dim:
             if not -max(nd, 1) <= d < max(nd, 1):
                 raise IndexError(f"Dimension out of range (expected to be in range of [{-max(nd, 1)}, "
                                  f"{max(nd, 1) - 1}], but got {d})")
-            if nd and x.shape[d % nd] == 0:
+            if nd and self.shape[d % nd] == 0:
                 # (PyTorch's message, without the space before "because")
                 raise RuntimeError(f"linalg.vector_norm cannot compute the {_fmt_ord(ord)} norm on the dimension "
                                    f"{d}because this dimension is empty and the operation does not have an identity")
-    _check_norm_dtype("linalg.vector_norm", x, dtype)
-    if dtype is not None and dtype is not x.dtype:
-        x = x.to(dtype)
+    _check_norm_dtype("linalg.vector_norm", self, dtype)
+    if dtype is not None and dtype is not self.dtype:
+        self = self.to(dtype)
     if dim is None and not keepdim:
-        x = x.reshape(-1)
+        self = self.reshape(-1)
         dim = [0]
     elif dim is None:
-        dim = list(range(len(x.shape)))
+        dim = list(range(len(self.shape)))
     if ord == 0:
-        return (x != 0).to(x.dtype).sum(dim, keepdim)
-    return _F.norm(x, ord, dim, keepdim)
+        return (self != 0).to(self.dtype).sum(dim, keepdim)
+    return _F.norm(self, ord, dim, keepdim)
 
 
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):
+def matrix_norm_str_ord(self, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    A, d0, d1 = _matrix_norm_input(self, dim, dtype)
+    if ord == "fro":
+        return vector_norm(A, 2, [d0, d1], keepdim)
+    if ord != "nuc":
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    return _svd_norm(A, d0, d1, keepdim, "sum")
+
+
+def matrix_norm(self, ord, dim=(-2, -1), keepdim=False, *, dtype=None):
+    A, d0, d1 = _matrix_norm_input(self, dim, dtype)
+    if ord in (2, -2):
+        return _svd_norm(A, d0, d1, keepdim, "amax" if ord == 2 else "amin")
+    if ord in (1, -1, math.inf, -math.inf):
+        # 1: max column sum (sum over rows d0, then max over d1); inf: max row sum
+        s, m = (d0, d1) if abs(ord) == 1 else (d1, d0)
+        r = A.abs().sum(s, keepdim=True)
+        r = r.amax(m, keepdim=True) if ord > 0 else r.amin(m, keepdim=True)
+        return r if keepdim else r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
+    raise RuntimeError(f"linalg.matrix_norm: Order {_fmt_ord(ord)} not supported.")
+
+
+def _matrix_norm_input(A, dim, dtype):
+    """PyTorch's checks of matrix_norm; the input in `dtype` and the two dims, wrapped."""
     op = "linalg.matrix_norm"
     if len(A.shape) < 2:
         raise RuntimeError(f"{op}: The input tensor A must have at least 2 dimensions.")
@@ -288,21 +311,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, dtype=None):
         raise RuntimeError(f"{op}: dims must be different. Got ({dim[0]}, {dim[1]})")
     if dtype is not None and dtype is not A.dtype:
         A = A.to(dtype)
-    if isinstance(ord, str):
-        if ord == "fro":
-            return vector_norm(A, 2, [d0, d1], keepdim)
-        if ord != "nuc":
-            raise RuntimeError(f"{op}: Order {ord} not supported.")
-        return _svd_norm(A, d0, d1, keepdim, "sum")
-    if ord in (2, -2):
-        return _svd_norm(A, d0, d1, keepdim, "amax" if ord == 2 else "amin")
-    if ord in (1, -1, math.inf, -math.inf):
-        # 1: max column sum (sum over rows d0, then max over d1); inf: max row sum
-        s, m = (d0, d1) if abs(ord) == 1 else (d1, d0)
-        r = A.abs().sum(s, keepdim=True)
-        r = r.amax(m, keepdim=True) if ord > 0 else r.amin(m, keepdim=True)
-        return r if keepdim else r.squeeze(max(d0, d1)).squeeze(min(d0, d1))
-    raise RuntimeError(f"{op}: Order {_fmt_ord(ord)} not supported.")
+    return A, d0, d1
 
 
 def _fmt_ord(o):
@@ -318,49 +327,68 @@ def _svd_norm(A, d0, d1, keepdim, how):
     return r
 
 
-def norm(A, ord=None, dim=None, keepdim=False, dtype=None):
+def norm_str(self, p="fro", dim=None, keepdim=False, *, dtype=None):
+    # torch.norm with a string order, as torch/functional.py's: 'fro' is the 2-norm of the
+    # elements over dim (all when None), anything else a matrix norm over two dims
+    if p == "fro" and (dim is None or len(dim) <= 2):
+        return vector_norm(self, 2, dim, keepdim, dtype=dtype)
+    return matrix_norm_str_ord(self, p, list(range(self.dim())) if dim is None else dim, keepdim, dtype=dtype)
+
+
+def norm_ord_str(self, ord, dim=None, keepdim=False, *, dtype=None):
+    return matrix_norm_str_ord(self, ord, _norm_dims(self, dim, True), keepdim, dtype=dtype)
+
+
+def norm(self, ord=None, dim=None, keepdim=False, *, dtype=None):
+    if ord is None:
+        dim = _norm_dims(self, dim, False)
+        if dim is None:
+            _check_floating("linalg.vector_norm", self, dtype)
+            x = self if dtype is None else self.to(dtype)
+            r = vector_norm(x.reshape(-1), 2, [0], False)
+            if keepdim:
+                r = r.reshape([1] * len(self.shape))
+            return r
+        if len(dim) == 2:
+            return matrix_norm_str_ord(self, "fro", dim, keepdim, dtype=dtype)
+        return vector_norm(self, 2, dim, keepdim, dtype=dtype)
+    dim = _norm_dims(self, dim, True)
+    if len(dim) == 2:
+        return matrix_norm(self, ord, dim, keepdim, dtype=dtype)
+    return vector_norm(self, ord, dim, keepdim, dtype=dtype)
+
+
+def _norm_dims(A, dim, ord_given):
+    """linalg.norm's dims: 1 or 2 of them; all of a 1-D or 2-D input when an order is given."""
     if dim is not None:
         dim = [dim] if isinstance(dim, int) else list(dim)
         if len(dim) not in (1, 2):
             raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {dim}")
-    if ord is None:
-        if dim is None:
-            _check_floating("linalg.vector_norm", A, dtype)
-            x = A if dtype is None else A.to(dtype)
-            r = vector_norm(x.reshape(-1), 2, [0], False)
-            if keepdim:
-                r = r.reshape([1] * len(A.shape))
-            return r
-        if len(dim) == 2:
-            return matrix_norm(A, "fro", dim, keepdim, dtype)
-        return vector_norm(A, 2, dim, keepdim, dtype)
-    if dim is None:
+    elif ord_given:
         if len(A.shape) not in (1, 2):
             raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
                                f"Got {len(A.shape)}D.")
         dim = list(range(len(A.shape)))
-    if isinstance(ord, str) or len(dim) == 2:
-        return matrix_norm(A, ord, dim, keepdim, dtype)
-    return vector_norm(A, ord, dim, keepdim, dtype)
+    return dim
 
 
 # --- cross products and distances ------------------------------------------------------------
 
-def linalg_cross(a, b, dim=-1):
-    if a.dtype != b.dtype:
-        raise RuntimeError(f"expected scalar type {a.dtype._torch_name} but found {b.dtype._torch_name}")
-    if len(a.shape) != len(b.shape):
+def linalg_cross(self, other, *, dim=-1):
+    if self.dtype != other.dtype:
+        raise RuntimeError(f"expected scalar type {self.dtype._torch_name} but found {other.dtype._torch_name}")
+    if len(self.shape) != len(other.shape):
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    nd = len(a.shape)
+    nd = len(self.shape)
     if not -nd <= dim < nd or nd == 0:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-max(nd, 1)}, {max(nd, 1) - 1}], "
                          f"but got {dim})")
-    if a.shape[dim] != 3 or b.shape[dim] != 3:
-        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "
-                           f"{b.shape[dim]}")
+    if self.shape[dim] != 3 or other.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {self.shape[dim]} and "
+                           f"{other.shape[dim]}")
     # c_i = a_{i+1} b_{i+2} - a_{i+2} b_{i+1} (indices mod 3), all three at once
-    i1, i2 = _index([1, 2, 0], a), _index([2, 0, 1], a)
-    return a.index_select(dim, i1) * b.index_select(dim, i2) - a.index_select(dim, i2) * b.index_select(dim, i1)
+    i1, i2 = _index([1, 2, 0], self), _index([2, 0, 1], self)
+    return self.index_select(dim, i1) * other.index_select(dim, i2) - self.index_select(dim, i2) * other.index_select(dim, i1)
 
 
 def _index(vals, like):
@@ -368,17 +396,17 @@ def _index(vals, like):
     return pytorchlite.tensor(vals, dtype=pytorchlite.int64, device=like.device)
 
 
-def cross(a, b, dim=None):
+def cross(self, other, dim=None):
     if dim is None:
         import warnings
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
                       "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
                       "with that of linalg.cross in a future release.", UserWarning, stacklevel=3)
-        shape = _broadcast_shape(a.shape, b.shape)
+        shape = _broadcast_shape(self.shape, other.shape)
         dim = next((i for i, n in enumerate(shape) if n == 3), None)
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
-    return linalg_cross(a, b, dim)
+    return linalg_cross(self, other, dim=dim)
 
 
 def _broadcast_shape(x, y):
@@ -387,15 +415,15 @@ def _broadcast_shape(x, y):
     return [b if a == 1 else a for a, b in zip(x, y)]
 
 
-def dist(a, b, p=2):
-    d = a - b
+def dist(self, other, p=2):
+    d = self - other
     if not d.dtype.is_floating_point:
         raise RuntimeError(f"norm(): input dtype should be either floating point or complex. Got "
                            f"{d.dtype._torch_name} instead.")
     return vector_norm(d, p)
 
 
-def cdist(x1, x2, p=2.0, compute_mode=None):
+def cdist(x1, x2, p=2, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if len(x1.shape) < 2:
         raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {len(x1.shape)}D")
     if len(x2.shape) < 2:
@@ -430,20 +458,20 @@ def _check_square(op, A, what="A"):
                            f"{A.shape[-1]} matrices")
 
 
-def matrix_rank(A, atol=None, rtol=None, hermitian=False):
+def matrix_rank(self, *, atol=None, rtol=None, hermitian=False):
     from pytorchlite._kernels.lapack import atol_rtol
-    if len(A.shape) < 2:
+    if len(self.shape) < 2:
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
-    if A.dtype.name not in ("float32", "float64"):
+    if self.dtype.name not in ("float32", "float64"):
         raise RuntimeError("This function doesn't handle types other than float and double")
-    atol, rtol = atol_rtol(A, atol, rtol)
-    if A.numel() == 0:
-        return _F.zeros(A.shape[:-2], dtype=_int64(), device=A.device)
+    atol, rtol = atol_rtol(self, atol, rtol)
+    if self.numel() == 0:
+        return _F.zeros(self.shape[:-2], dtype=_int64(), device=self.device)
     if hermitian:
-        S = _F.linalg_eigvalsh(A).abs()
+        S = _F.linalg_eigvalsh(self).abs()
         largest = S.amax(-1, keepdim=True)
     else:
-        S = _F.linalg_svdvals(A)
+        S = _F.linalg_svdvals(self)
         largest = S.narrow(-1, 0, 1)            # descending order
     tol = _F.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * largest)
     return (S > tol).sum(-1)
@@ -534,17 +562,17 @@ def _chain_product(mats, split, i, j):
     return _F.mm(_chain_product(mats, split, i, k), _chain_product(mats, split, k + 1, j))
 
 
-def matrix_power(A, n):
-    _check_square("linalg.matrix_power", A)
+def matrix_power(self, n):
+    _check_square("linalg.matrix_power", self)
     if n == 0:
         # the identity, through a copy of A so that the result stays in the graph (gradient 0)
-        eye = _F.eye(A.shape[-1], dtype=A.dtype, device=A.device)
-        return A.clone(memory_format=_contiguous()).copy_(eye)
+        eye = _F.eye(self.shape[-1], dtype=self.dtype, device=self.device)
+        return self.clone(memory_format=_contiguous()).copy_(eye)
     if n == 1:
-        return A.clone(memory_format=_contiguous())
+        return self.clone(memory_format=_contiguous())
     if n == -1:
-        return _F.linalg_inv(A)
-    a = _F.linalg_inv(A) if n < 0 else A
+        return _F.linalg_inv(self)
+    a = _F.linalg_inv(self) if n < 0 else self
     n = abs(n)
     if n == 2:
         return _F.matmul(a, a)
@@ -565,7 +593,7 @@ def _contiguous():
     return pytorchlite.contiguous_format
 
 
-def vecdot(x, y, dim=-1):
+def vecdot(x, y, *, dim=-1):
     if x.dtype != y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{x.dtype._torch_name} and y of type {y.dtype._torch_name} instead")
@@ -575,40 +603,42 @@ def vecdot(x, y, dim=-1):
     return (x * y).sum(dim)
 
 
-def cond(A, p=None):
-    if isinstance(p, str):
-        _check_square(f"linalg.cond(ord={p})", A)
-        if p not in ("fro", "nuc"):
-            raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
-        if A.numel() == 0:
-            return _F.zeros(A.shape[:-2], dtype=A.dtype, device=A.device)
-        if p == "nuc":
-            # PyTorch's choice: the nuclear norm of the inverse directly (inv raises if singular)
-            return matrix_norm(A, "nuc") * matrix_norm(_F.linalg_inv(A), "nuc")
-        return _cond_by_inverse(A, p)
-    if len(A.shape) < 2:
+def cond_p_str(self, p):
+    _check_square(f"linalg.cond(ord={p})", self)
+    if p not in ("fro", "nuc"):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    if self.numel() == 0:
+        return _F.zeros(self.shape[:-2], dtype=self.dtype, device=self.device)
+    if p == "nuc":
+        # PyTorch's choice: the nuclear norm of the inverse directly (inv raises if singular)
+        return matrix_norm_str_ord(self, "nuc") * matrix_norm_str_ord(_F.linalg_inv(self), "nuc")
+    return _cond_by_inverse(self, lambda X: matrix_norm_str_ord(X, p))
+
+
+def cond(self, p=None):
+    if len(self.shape) < 2:
         raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
     ord = 2 if p is None else p
     if abs(ord) not in (1, 2, math.inf):
         raise RuntimeError(f"linalg.cond got an invalid norm type: {_fmt_ord(float(ord))}")
     # NumPy leaves the condition number of 0 x 0 matrices undefined; PyTorch gives 0
-    if A.numel() == 0:
-        return _F.zeros(A.shape[:-2], dtype=A.dtype, device=A.device)
+    if self.numel() == 0:
+        return _F.zeros(self.shape[:-2], dtype=self.dtype, device=self.device)
     if abs(ord) == 2:
-        s = _F.linalg_svdvals(A)
+        s = _F.linalg_svdvals(self)
         largest, smallest = s.narrow(-1, 0, 1), s.narrow(-1, s.shape[-1] - 1, 1)
         return (smallest / largest if ord == -2 else largest / smallest).squeeze(-1)
     name = f"{ord:f}" if isinstance(ord, float) else str(int(ord))
-    _check_square(f"linalg.cond(ord={name})", A)
-    return _cond_by_inverse(A, ord)
+    _check_square(f"linalg.cond(ord={name})", self)
+    return _cond_by_inverse(self, lambda X: matrix_norm(X, ord))
 
 
-def _cond_by_inverse(A, ord):
+def _cond_by_inverse(A, norm_of):
     """norm(A) * norm(A^-1); a singular matrix's inverse counts as all inf, so its
     condition number is inf (0 * inf, from a zero norm, too)."""
     inverse, info = _F.linalg_inv_ex(A)
     inverse = inverse.masked_fill((info > 0).unsqueeze(-1).unsqueeze(-1), math.inf)
-    r = matrix_norm(A, ord) * matrix_norm(inverse, ord)
+    r = norm_of(A) * norm_of(inverse)
     return r.nan_to_num(math.inf, math.inf, -math.inf)
 
 
@@ -619,29 +649,29 @@ _PADE13 = (64764752532480000., 32382376266240000., 7771770303897600., 1187353796
 _THETA_13 = 5.371920351148152
 
 
-def matrix_exp(A):
-    _check_square("linalg.matrix_exp", A)
-    if not A.dtype.is_floating_point:
+def matrix_exp(self):
+    _check_square("linalg.matrix_exp", self)
+    if not self.dtype.is_floating_point:
         raise RuntimeError(f"linalg.matrix_exp: Expected a floating point or complex tensor as input. Got "
-                           f"{A.dtype._torch_name}")
-    if A.dtype.name not in ("float32", "float64"):
-        raise RuntimeError(f"linalg.matrix_exp: Low precision dtypes not supported. Got {A.dtype._torch_name}")
-    n = A.shape[-1]
-    if A.numel() == 0:
-        return A.clone(memory_format=_contiguous())
+                           f"{self.dtype._torch_name}")
+    if self.dtype.name not in ("float32", "float64"):
+        raise RuntimeError(f"linalg.matrix_exp: Low precision dtypes not supported. Got {self.dtype._torch_name}")
+    n = self.shape[-1]
+    if self.numel() == 0:
+        return self.clone(memory_format=_contiguous())
     if n == 1:
-        return A.exp()
+        return self.exp()
     # each matrix is scaled by its own 2^-s (s from its 1-norm), then squared s times
-    norms = A.detach().abs().sum(-2).amax(-1).reshape(-1).tolist()
+    norms = self.detach().abs().sum(-2).amax(-1).reshape(-1).tolist()
     steps = [max(0, math.ceil(math.log2(v / _THETA_13))) if math.isfinite(v) and v > 0 else 0 for v in norms]
-    batch = tuple(A.shape[:-2])
+    batch = tuple(self.shape[:-2])
     s_max = max(steps)
-    X = A
+    X = self
     if s_max:
-        scale = _tensor_like([2.0 ** -s for s in steps], A).reshape(batch + (1, 1))
-        X = A * scale
+        scale = _tensor_like([2.0 ** -s for s in steps], self).reshape(batch + (1, 1))
+        X = self * scale
     b = _PADE13
-    eye = _F.eye(n, dtype=A.dtype, device=A.device)
+    eye = _F.eye(n, dtype=self.dtype, device=self.device)
     X2 = _F.matmul(X, X)
     X4 = _F.matmul(X2, X2)
     X6 = _F.matmul(X4, X2)
@@ -653,7 +683,7 @@ def matrix_exp(A):
         for _ in range(s_max):
             R = _F.matmul(R, R)
     elif s_max:
-        s_t = _tensor_like(steps, A).reshape(batch + (1, 1))
+        s_t = _tensor_like(steps, self).reshape(batch + (1, 1))
         for i in range(s_max):
             R = _F.where(s_t > i, _F.matmul(R, R), R)
     return R
@@ -664,6 +694,34 @@ def _tensor_like(vals, like):
     return pytorchlite.tensor(vals, dtype=like.dtype, device=like.device)
 
 
-__all__ = ["einsum", "tensordot", "kron", "trace", "vector_norm", "matrix_norm", "norm", "linalg_cross", "cross",
-           "dist", "cdist", "matrix_rank", "multi_dot", "matrix_power", "vecdot", "cond", "matrix_exp"]
+# --- determinants, svd and eigh --------------------------------------------------------------
 
+def slogdet(self):
+    from pytorchlite import return_types
+    return return_types.slogdet(*_F.linalg_slogdet(self))
+
+
+def logdet(self):
+    sign, logabsdet = _F.linalg_slogdet(self)
+    return _F.where(sign < 0, float("nan"), logabsdet)
+
+
+def svd(A, full_matrices=True, *, driver=None):
+    from pytorchlite import return_types
+    return return_types.linalg_svd(*_F._linalg_svd(A, full_matrices, True, driver=driver))
+
+
+def svdvals(A, *, driver=None):
+    # the singular vectors are needed for the gradient, as in PyTorch
+    from pytorchlite.autograd import grad_mode
+    return _F._linalg_svd(A, False, A.requires_grad and grad_mode.is_grad_enabled(), driver=driver)[1]
+
+
+def eigh(self, UPLO="L"):
+    from pytorchlite import return_types
+    return return_types.linalg_eigh(*_F._linalg_eigh(self, UPLO, True))
+
+
+def eigvalsh(self, UPLO="L"):
+    from pytorchlite.autograd import grad_mode
+    return _F._linalg_eigh(self, UPLO, self.requires_grad and grad_mode.is_grad_enabled())[0]
