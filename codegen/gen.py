@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import jinja2
 
-from . import cexpr, layout, operators as pyops, structured
+from . import cexpr, layout, operators as pyops, reductions, structured
 from .derivatives import binding_lines, forward_lines, load_derivative_entries, render_nodes
 from .model import ALL_DTYPES, DTYPE_CLASS, Operator, load_ops
 
@@ -536,6 +536,7 @@ def render_all(root=ROOT):
     cdefs = env.get_template("cdefs.h.j2")
     for shard, views in shards.items():   # by name: moving entries in ops.yaml changes nothing
         files[layout.pw_header(shard)] = cdefs.render(header=HEADER, ops=sorted(views, key=lambda v: v.name))
+    files.update(reductions.render(env, HEADER, os.path.join(root, "ops.yaml")))
     return files
 
 

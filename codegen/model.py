@@ -377,9 +377,12 @@ def _check_python(src, fail):
 
 
 def load_ops(path, display_name="ops.yaml"):
+    from .reductions import is_declaration
     ops = []
     seen = {}
     for raw in load_yaml(path, display_name):
+        if is_declaration(raw):     # `- reduction:` / `- scan:`: codegen/reductions.py reads those
+            continue
         op = _parse_entry(raw, display_name)
         key = op.schema.full_name
         if key in seen:
