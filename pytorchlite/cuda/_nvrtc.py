@@ -29,7 +29,7 @@ GENERATED_DIR = os.path.join(ROOT, "generated")
 SOURCES = {
     "pointwise": (os.path.join(GENERATED_DIR, "pointwise.cu"), ()),
     "fill_copy": (os.path.join(KERNEL_DIR, "fill_copy.cu"), ()),
-    "reduce": (os.path.join(KERNEL_DIR, "reduce.cu"), ()),
+    "reduce": (os.path.join(GENERATED_DIR, "reduce.cu"), ()),
     "philox": (os.path.join(KERNEL_DIR, "philox.cu"), ("--fmad=false",)),
 }
 
