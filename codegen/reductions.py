@@ -456,12 +456,13 @@ def _check(reds, scans):
         if r.aux_out and own.aux_in:
             raise CodegenError(f"{r.where}: one aux tensor: 'aux_in' and 'aux_out' exclude each other")
     # every expression is checked by emitting it for every dtype once
+    accs = []
     for r in reds:
         for d in r.dtypes:
-            ReductionInstance(r, owner_of(r, by_name), d)
-    for s in scans:
-        for d in s.dtypes:
-            ScanInstance(s, d)
+            accs.append(ReductionInstance(r, owner_of(r, by_name), d).acc)
+    accs += [ScanInstance(s, d).acc for s in scans for d in s.dtypes]
+    for a in accs:
+        a.identity_body(), a.map_body(), a.combine_body(), a.prefer_body()
 
 
 def owner_of(r, by_name):

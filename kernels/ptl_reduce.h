@@ -47,9 +47,11 @@ typedef void (*ptl_red_finish_fn)(const ptl_red_state *s, int64_t n, double arg,
                                   int adt);
 /* write a tile's L outputs, in the declared output dtype, from the generic tile layout */
 typedef void (*ptl_red_cfinish_fn)(const void *acc, int64_t L, int64_t n, double arg, char *out, int64_t ost);
-/* one whole output from one run: init, row, finish */
-typedef void (*ptl_red_whole_fn)(const char *p, int64_t n, int64_t st, double arg, char *out, int odt, char *aux,
-                                 int adt);
+/* `count` whole outputs, one run of n elements each (the runs pst bytes apart, the outputs
+ * ost and the aux elements ast apart): init, row and finish in one call, which matters
+ * when rows are short */
+typedef void (*ptl_red_rows_fn)(const char *p, int64_t n, int64_t st, int64_t count, int64_t pst, double arg,
+                                char *out, int64_t ost, int odt, char *aux, int64_t ast, int adt);
 
 /* A column strategy: the loop and the layout of its tile (acc_bytes per column). */
 typedef struct {
@@ -73,15 +75,24 @@ typedef struct {
     const ptl_red_colpath *col_generic;
     ptl_red_finish_fn finish;
     ptl_red_cfinish_fn cfinish;         /* for col_generic's tiles, into out_dtype */
-    ptl_red_whole_fn whole;
+    ptl_red_rows_fn rows;
     int flags;
     int aux_dtype;                      /* the dtype aux must have, or -1 */
     int out_dtype;                      /* the declared output dtype */
 } ptl_red_instance;
 
+/* What the engine and the generated instances call across their files, and nothing else
+ * does: hidden, so the calls are direct rather than through the PLT (a short row pays for
+ * every call). */
+#if defined(__GNUC__)
+#define PTL_RED_INTERNAL __attribute__((visibility("hidden")))
+#else
+#define PTL_RED_INTERNAL
+#endif
+
 /* 0 when PTL_REDUCE_GENERIC=1 was set at the first reduction: the declared fast paths are
  * skipped and every reduction runs its generic generated instance (for tests). */
-extern int ptl_red_fast_enabled;
+PTL_RED_INTERNAL extern int ptl_red_fast_enabled;
 
 /* ---- element access by dtype code ------------------------------------------------------ */
 

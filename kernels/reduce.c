@@ -431,7 +431,8 @@ DEF_FAST_ARG(ptl_red_fast_argmin_f32, float, min_f32_contig, <, ptl_red_prefer_a
 DEF_FAST_ARG(ptl_red_fast_argmax_f64, double, max_f64_contig, >, ptl_red_prefer_argmax_f64)
 DEF_FAST_ARG(ptl_red_fast_argmin_f64, double, min_f64_contig, <, ptl_red_prefer_argmin_f64)
 
-/* var: blocks of 1024 (in cache) get an exact two-pass mean and M2, merged in order */
+/* var: blocks of 1024 (in cache) get an exact two-pass mean and M2, merged in order
+ * with the declared combine (the generic loop updates per element, dividing) */
 #define VAR_BLOCK 1024
 #define DEF_FAST_VAR(SFX, T, SUMFN, SQFN)                                                           \
     int ptl_red_fast_var_##SFX(const T *p, int64_t n, int64_t idx0, ptl_red_acc_var *acc,          \
@@ -447,6 +448,29 @@ DEF_FAST_ARG(ptl_red_fast_argmin_f64, double, min_f64_contig, <, ptl_red_prefer_
     }
 DEF_FAST_VAR(f32, float, sum_f32_contig, sqdev_f32_contig)
 DEF_FAST_VAR(f64, double, sum_f64_contig, sqdev_f64_contig)
+
+/* float16 / bfloat16: each block converted once into a double buffer, then two passes */
+#define DEF_FAST_VAR_HALF(SFX, LOAD)                                                                \
+    int ptl_red_fast_var_##SFX(const uint16_t *p, int64_t n, int64_t idx0, ptl_red_acc_var *acc,   \
+                               int64_t *index) {                                                   \
+        (void)idx0; (void)index;                                                                   \
+        double buf[VAR_BLOCK];                                                                     \
+        for (int64_t b = 0; b < n; b += VAR_BLOCK) {                                               \
+            int64_t len = n - b < VAR_BLOCK ? n - b : VAR_BLOCK;                                   \
+            double sum = 0, m2 = 0;                                                                \
+            for (int64_t k = 0; k < len; k++) {                                                    \
+                buf[k] = LOAD(p[b + k]);                                                           \
+                sum += buf[k];                                                                     \
+            }                                                                                      \
+            double mean = sum / (double)len;                                                       \
+            for (int64_t k = 0; k < len; k++) m2 += (buf[k] - mean) * (buf[k] - mean);            \
+            ptl_red_acc_var blk = {.n = (double)len, .mean = mean, .m2 = m2};                      \
+            *acc = ptl_red_combine_var_##SFX(*acc, blk);                                           \
+        }                                                                                          \
+        return 1;                                                                                  \
+    }
+DEF_FAST_VAR_HALF(f16, ptl_h2f)
+DEF_FAST_VAR_HALF(bf16, ptl_bf2f)
 
 /* var's column path: per-column sums of (x - shift) and (x - shift)^2 with the column's
  * first value as shift, which avoids the cancellation of the naive sum-of-squares formula
@@ -691,8 +715,8 @@ typedef struct {
 
 static void row_run(const rplan *p, int64_t b, int64_t e, partial *head, partial *tail) {
     int64_t N = p->N;
-    /* one run per output: a whole output is one call of the instance (state, loop and
-     * typed store together), which matters when rows are short */
+    /* one run per output: whole outputs along the innermost kept dim go to the instance in
+     * one call (state, loop and typed store together), which matters when rows are short */
     const int whole = p->nr == 1;
     int64_t o = b / N, r = b % N;
     int64_t kidx[PTL_MAX_DIMS], rem = o;
@@ -708,7 +732,23 @@ static void row_run(const rplan *p, int64_t b, int64_t e, partial *head, partial
         int64_t re = (e - b < N - r) ? r + (e - b) : N;
         char *auxp = p->aux ? p->aux + aoff : NULL;
         if (whole && r == 0 && re == N) {
-            p->f->whole(p->in + ioff, N, p->ris[0], p->arg, p->out + ooff, p->odt, auxp, p->adt);
+            int64_t count = (e - b) / N;
+            if (p->nk == 0) {
+                count = 1;
+            } else if (count > p->ksz[0] - kidx[0]) {
+                count = p->ksz[0] - kidx[0];
+            }
+            p->f->rows(p->in + ioff, N, p->ris[0], count, p->nk ? p->kis[0] : 0, p->arg, p->out + ooff,
+                       p->nk ? p->kos[0] : 0, p->odt, auxp, p->nk ? p->kas[0] : 0, p->adt);
+            /* the last of them is the current output: the loop below moves past it */
+            b += (count - 1) * N;
+            o += count - 1;
+            if (p->nk) {
+                kidx[0] += count - 1;
+                ioff += (count - 1) * p->kis[0];
+                ooff += (count - 1) * p->kos[0];
+                aoff += (count - 1) * p->kas[0];
+            }
         } else {
             ptl_red_state s;
             init_state(p, &s, auxp);
