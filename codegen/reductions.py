@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass
 
 from . import cexpr
-from .model import ALL_DTYPES, DTYPE_CLASS, DTYPE_GROUPS, CodegenError
+from .model import ALL_DTYPES, DTYPE_CLASS, CodegenError, parse_dtypes
 
 KINDS = ("reduction", "scan")
 # what an accumulator may be; `value` is the input's own compute type
@@ -159,23 +159,6 @@ def _by_class(raw, what, dtypes, fail, convert):
     return tuple(items)
 
 
-def _dtype_list(raw, fail, what="dtypes"):
-    try:
-        groups = [v.strip() for v in raw.split(",")] if isinstance(raw, str) else [str(v) for v in raw]
-    except TypeError:
-        raise fail(f"'{what}' must be a list or comma-separated string") from None
-    out = []
-    for g in groups:
-        if g in DTYPE_GROUPS:
-            out.extend(DTYPE_GROUPS[g])
-        elif g in ALL_DTYPES:
-            out.append(g)
-        else:
-            hint = difflib.get_close_matches(g, list(DTYPE_GROUPS) + list(ALL_DTYPES), n=1)
-            raise fail(f"unknown dtype '{g}' in '{what}'" + (f" (did you mean '{hint[0]}'?)" if hint else ""))
-    return tuple(d for d in ALL_DTYPES if d in out)
-
-
 _FIELD_REF = re.compile(r"\b([ab])\.([A-Za-z_]\w*)")
 
 
@@ -241,7 +224,7 @@ def _parse(raw, file):
     if left:
         hint = difflib.get_close_matches(left[0], _KEYS[kind], n=1)
         raise fail(f"unknown key '{left[0]}'" + (f" (did you mean '{hint[0]}'?)" if hint else ""))
-    dtypes = _dtype_list(e.pop("dtypes", "all"), fail)
+    dtypes = parse_dtypes(e.pop("dtypes", "all"), fail)
     if not dtypes:
         raise fail("'dtypes' is empty")
     doc = e.pop("doc", "")
@@ -398,7 +381,7 @@ def _parse_accumulation(e, kind, dtypes, fail):
                     continue
                 if not isinstance(sym, str) or not re.fullmatch(r"ptl_red_fast_\w+", sym):
                     raise fail(f"fast.{path}: {sym!r} is not a C name starting 'ptl_red_fast_'")
-                for d in _dtype_list(key, fail, f"fast.{path}"):
+                for d in parse_dtypes(key, fail, f"fast.{path}"):
                     if d not in dtypes:
                         raise fail(f"fast.{path}: {d} is not one of the reduction's dtypes")
                     table.append((d, f"{sym}_{DTYPES[d][0]}"))
@@ -530,19 +513,11 @@ def emit(tree, env, fail, what):
 
 def _store(dtype, rtype, v):
     """The stored form of value v (of type rtype) in dtype: what ptl_red_store_d / _i of
-    kernels/ptl_reduce.h do, typed."""
-    st = DTYPES[dtype][1]
-    if dtype == "float16":
-        return f"ptl_f2h((float)({v}))"
-    if dtype == "bfloat16":
-        return f"ptl_f2bf((float)({v}))"
-    if dtype == "bool":
-        return f"(uint8_t)(({v}) != 0)"
-    if dtype in ("float32", "float64"):
-        return f"({st})({v})"
-    if rtype in ("float", "double"):
-        return f"({st})(int64_t)({v})"
-    return f"({st})({v})"
+    kernels/ptl_reduce.h do, typed (a floating value goes to an integer through int64)."""
+    from .gen import _cu_convert      # (gen imports this module)
+    if rtype in ("float", "double") and DTYPE_CLASS[dtype] == "i":
+        v = f"(int64_t)({v})"
+    return _cu_convert(dtype, v)
 
 
 def _store_class(rtype):
