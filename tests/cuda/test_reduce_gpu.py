@@ -11,6 +11,7 @@ indices and selections (NaN propagates, the first occurrence wins), to rounding 
 floating sums (the GPU combines in a tree).
 """
 
+import os
 import warnings
 
 import numpy as np
@@ -235,3 +236,45 @@ def test_reduction_matches_numpy(gpu, code):
                         _same(what + " aux", download(aux_ptr, kshape, aux_np), want_aux, aux_np is not np.int64, dt)
                     checked += 1
     assert checked
+
+
+# --- the entry the device registry will call, on pytorchlite's CUDA tensors ----------------------
+
+RUN_CASES = [  # (reduction, input dtype, shape, dims, keepdim, argument, output dtype or None: declared)
+    ("sum", "float32", (64, 300), (1,), False, 0.0, None),
+    ("sum", "int32", (300, 64), (0,), True, 0.0, None),
+    ("sum", "float32", (64, 300), (1,), False, 0.0, "float64"),     # another output dtype: a copy
+    ("mean", "float16", (5, 6, 7), (0, 2), False, 0.0, None),
+    ("argmax", "float32", (64, 300), (1,), False, 0.0, None),
+    ("var", "float64", (300, 64), (0,), False, 1.0, None),
+    ("norm", "float32", (64, 300), (0, 1), False, 2.0, None),
+    ("all", "bool", (64, 30), (1,), False, 0.0, None),
+]
+
+
+def test_run_on_cuda_tensors():
+    """_reduce.run on CUDA tensors (allocation, the output view, max's indices, a cast of the
+    result) against the CPU kernels on the same values."""
+    import pytorchlite
+    from pytorchlite import _dtype as D
+    from pytorchlite._kernels import reduce as K
+    from pytorchlite.cuda import _emulator
+    if os.environ.get(_emulator.ENV, "") not in ("", "0"):
+        pytest.skip("the CPU emulator runs a block's threads one after another: reductions need them together")
+    if not pytorchlite.cuda.is_available():
+        pytest.skip("no CUDA device for pytorchlite")
+    rng = np.random.default_rng(0)
+    for name, dt, shape, dims, keepdim, arg, odt in RUN_CASES:
+        code = getattr(R, f"R_{name.upper()}")
+        x = pytorchlite.tensor(rng.standard_normal(shape) * 3).to(getattr(D, dt))
+        natural = D.BY_CODE[R.REDUCTIONS[_reduce.resolve(code, arg)][_reduce.OUT][x._dtype.code]]
+        want = K._launch(code, name, x, dims, keepdim, natural, arg)
+        out_dtype = getattr(D, odt) if odt else natural
+        got = _reduce.run(code, x.to("cuda"), dims, keepdim, out_dtype, arg)
+        assert got.device.type == "cuda" and got.dtype is out_dtype and tuple(got.shape) == tuple(want.shape), name
+        g, w = got.cpu().to(D.float64).numpy(), want.to(D.float64).numpy()
+        np.testing.assert_allclose(g, w, rtol=2e-3 if dt == "float16" else 1e-5, err_msg=f"{name} {dt} {dims}")
+    x = pytorchlite.tensor(rng.integers(-3, 4, (40, 70)).astype(np.float32))
+    values, indices = _reduce.run(R.R_MAX, x.to("cuda"), (1,), False, D.float32, aux_dtype=D.int64)
+    wv, wi = K._launch(R.R_MAX, "max", x, (1,), False, D.float32, aux_dtype=D.int64)
+    assert np.array_equal(values.cpu().numpy(), wv.numpy()) and np.array_equal(indices.cpu().numpy(), wi.numpy())
