@@ -2,8 +2,9 @@
 
 Extensions, all in generated/ (installed as `pytorchlite.generated`):
 
-* `_C`: the hand-written kernels (`kernels/*.c`, MAIN_SOURCES) with the prototypes of
-  MAIN_CDEFS; `pytorchlite._C` loads it.
+* `_C`: the hand-written kernels (`kernels/*.c`) and the reduction instances
+  (`generated/reductions.c`), MAIN_SOURCES, with the prototypes of MAIN_CDEFS;
+  `pytorchlite._C` loads it.
 * `_pw_NN`: the pointwise operators whose names hash to shard NN (codegen/layout.py): one
   object per operator (`generated/pointwise/<op>.c`) and the cffi wrapper of their entry
   points. They link against `_C` for the iterator (`ptl_run_pointwise`, ...), and their
@@ -48,7 +49,7 @@ LDFLAGS = ["-fopenmp"]
 
 # What `_C` is built from (globs relative to the tree, in link order) and the prototype
 # headers it exposes to Python (its cffi cdef).
-MAIN_SOURCES = ["kernels/*.c"]
+MAIN_SOURCES = ["kernels/*.c", "generated/reductions.c"]   # (the reduction instances: codegen/reductions.py)
 MAIN_CDEFS = ["kernels/cdefs.h"]
 INCLUDE_DIRS = ["kernels", "generated"]   # relative to the tree
 

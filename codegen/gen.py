@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import jinja2
 
-from . import abi, cexpr, layout, operators as pyops, structured
+from . import abi, cexpr, layout, operators as pyops, reductions, structured
 from .derivatives import binding_lines, forward_lines, load_derivative_entries, render_nodes
 from .model import DTYPE_CLASS, CodegenError, Operator, load_ops
 from .overloads import Dispatcher, Member, matcher_body, params_of
@@ -611,6 +611,7 @@ def render_all(root=ROOT):
     cdefs = env.get_template("cdefs.h.j2")
     for shard, views in shards.items():   # by name: moving entries in ops.yaml changes nothing
         files[layout.pw_header(shard)] = cdefs.render(header=HEADER, ops=sorted(views, key=lambda v: v.name))
+    files.update(reductions.render(env, HEADER, os.path.join(root, "ops.yaml")))
     return files
 
 

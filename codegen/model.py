@@ -384,16 +384,13 @@ def _parse_pointwise_rules(e, schema, fail):
                 out_dtype_error=out_err, all_numbers=all_numbers)
 
 
-def _parse_pointwise(e, schema, fail):
-    body = e.pop("pointwise")
-    dtypes_raw = e.pop("dtypes", "all")
-    promotion = e.pop("promotion", "default")
-    if promotion not in PROMOTIONS:
-        raise fail(f"unknown promotion '{promotion}' (known: {', '.join(PROMOTIONS)})")
+def parse_dtypes(raw, fail, what="dtypes"):
+    """Dtype names and groups (a list or a comma-separated string) as dtype names, in
+    ALL_DTYPES order."""
     try:
-        groups = _as_list(dtypes_raw)
+        groups = _as_list(raw)
     except TypeError:
-        raise fail("'dtypes' must be a list or comma-separated string") from None
+        raise fail(f"'{what}' must be a list or comma-separated string") from None
     dtypes = []
     for g in groups:
         if g in DTYPE_GROUPS:
@@ -402,8 +399,18 @@ def _parse_pointwise(e, schema, fail):
             dtypes.append(g)
         else:
             hint = difflib.get_close_matches(g, list(DTYPE_GROUPS) + list(ALL_DTYPES), n=1)
-            raise fail(f"unknown dtype '{g}'" + (f" (did you mean '{hint[0]}'?)" if hint else ""))
-    dtypes = tuple(d for d in ALL_DTYPES if d in dtypes)
+            where = "" if what == "dtypes" else f" in '{what}'"
+            raise fail(f"unknown dtype '{g}'{where}" + (f" (did you mean '{hint[0]}'?)" if hint else ""))
+    return tuple(d for d in ALL_DTYPES if d in dtypes)
+
+
+def _parse_pointwise(e, schema, fail):
+    body = e.pop("pointwise")
+    dtypes_raw = e.pop("dtypes", "all")
+    promotion = e.pop("promotion", "default")
+    if promotion not in PROMOTIONS:
+        raise fail(f"unknown promotion '{promotion}' (known: {', '.join(PROMOTIONS)})")
+    dtypes = parse_dtypes(dtypes_raw, fail)
     for a in schema.arguments:
         if a.type.is_list or a.type.base not in ("Tensor", "Scalar"):
             raise fail(f"pointwise operators take Tensors and Scalars only; '{a.name}' is {a.type}")
@@ -448,9 +455,12 @@ def _check_python(src, fail):
 
 
 def load_ops(path, display_name="ops.yaml"):
+    from .reductions import is_declaration
     ops = []
     seen = {}
     for raw in load_yaml(path, display_name):
+        if is_declaration(raw):     # `- reduction:` / `- scan:`: codegen/reductions.py reads those
+            continue
         op = _parse_entry(raw, display_name)
         key = op.schema.full_name
         if key in seen:

@@ -1,15 +1,19 @@
-/* reduce.c: reductions over a set of dimensions.
+/* reduce.c: the reduction engine, and the hand-written fast paths ops.yaml names.
  *
- * One entry point, ptl_reduce(op, in, out, aux, arg). The caller (pytorchlite/_kernels/
- * reduce.py) describes the output in its keepdim shape: same ndim as the input, size 1
- * on every reduced dimension. From the two descriptors this file
+ * What a reduction computes is declared in ops.yaml (`- reduction:` entries: map,
+ * combine or prefer, identity, finish; docs/ops_yaml.md) and codegen writes, per
+ * reduction and dtype, the functions this engine calls (generated/reductions.c, through a
+ * ptl_red_instance: kernels/ptl_reduce.h). This file knows no reduction by name. One entry
+ * point, ptl_reduce(op, in, out, aux, arg); the caller (pytorchlite/_kernels/reduce.py)
+ * describes the output in its keepdim shape: same ndim as the input, size 1 on every
+ * reduced dimension. From the two descriptors the engine
  *
  *   1. splits the dimensions into kept (output) and reduced ones, drops size-1 dims,
  *      sorts each group by input stride and merges neighbours that are contiguous;
  *   2. picks a path:
  *        row    - the reduced dims are innermost: each output element is one (strided)
- *                 run of input, reduced by a vectorised "row" function with several
- *                 accumulators (sum over dim=1 of a row-major matrix);
+ *                 run of input, reduced by the instance's "row" function (several
+ *                 accumulators; sum over dim=1 of a row-major matrix);
  *        column - a kept dim is innermost: whole rows of that dim are accumulated into a
  *                 tile of per-column accumulators, so memory is read front to back
  *                 (sum over dim=0);
@@ -19,130 +23,21 @@
  *      "first occurrence" rule of max/argmax and makes a full reduction of one huge
  *      tensor use every core.
  *
- * Accumulation: floating sums in double, except contiguous float32 rows, which add
- * 512-element blocks in float32 lanes (16 values per lane) and the block totals in double
- * (the streaming speed of a float32 loop, the accuracy of a cascade); float64 rows use
- * blocked lanes so the error grows with the block count, not with n. Integer and bool
- * sums in int64 (wrapping). Variance: per-block two-pass (row path) or shifted sums
- * (column path), merged with Chan's formula.
+ * The fast paths (the declarations' `fast:` entries) are the hand-vectorised float32 /
+ * float64 loops below: contiguous float32 rows add 512-element blocks in float32 lanes
+ * (16 values per lane) and the block totals in double (the streaming speed of a float32
+ * loop, the accuracy of a cascade); float64 rows use blocked lanes so the error grows with
+ * the block count, not with n; max/min/argmax/argmin find block extremes with vector
+ * compares; var takes per-block two-pass moments (rows) or shifted sums (columns), merged
+ * with the declared Chan combine. PTL_REDUCE_GENERIC=1 in the environment turns them off,
+ * so that the tests can compare every generated generic instance against them.
  */
-#include "ptl.h"
+#include "../generated/reductions.h"
 
 #include <stdlib.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-
-/* Operation codes; pytorchlite/_kernels/reduce.py holds the same table. */
-enum {
-    R_SUM = 0, R_PROD, R_MEAN, R_NANSUM, R_NANMEAN, R_COUNT_NZ, R_ALL, R_ANY, R_NORM, R_LOGSUMEXP,
-    R_AMAX, R_AMIN, R_MAX, R_MIN, R_ARGMAX, R_ARGMIN, R_VAR, R_STD, R_NUM_OPS
-};
-
-/* What is accumulated (several ops share one: mean is a sum, all/any count nonzeros). */
-enum {
-    K_SUM = 0, K_PROD, K_NZ, K_NANSUM, K_ABS, K_SQ, K_POW, K_EXP, K_NANMEAN,
-    K_MAX, K_MIN, K_MAXABS, K_MINABS, K_ARGMAX, K_ARGMIN, K_VAR, K_NUM
-};
-
-#define PTL_CLONES PTL_HOT     /* the clones of ptl.h */
-
-/* ---- the state of one output element -------------------------------------------------
- * Fields by kind: sums use d (floating) or i (integer); var uses n (count), d (mean) and
- * m2 (sum of squared deviations); max/min use d or i and n as "has a value"; arg kinds
- * use d or i for the value and n for its index (-1: none yet); nanmean uses d and i (the
- * count); logsumexp's shift rides along in `shift`. */
-typedef struct {
-    double d;
-    int64_t i;
-    double m2;
-    int64_t n;
-    double shift;
-} rstate;
-
-typedef void (*row_fn)(const char *p, int64_t n, int64_t st, int64_t idx0, rstate *s, double parg);
-typedef void (*rinit_fn)(rstate *s);
-typedef void (*rcomb_fn)(rstate *a, const rstate *b);
-/* Column accumulators are structure-of-arrays over a tile of L columns. `first` means
- * the tile is uninitialised: the first row initialises it. */
-typedef void (*col_fn)(void *acc, int64_t L, const char *p, int64_t cst, int64_t rst, int64_t nrows,
-                       int64_t r0, int first, const char *aux, int64_t ast, int adt, double parg);
-typedef void (*ccomb_fn)(void *a, const void *b, int64_t L, int64_t na, int64_t nb);
-typedef void (*cstate_fn)(const void *acc, int64_t L, int64_t j, int64_t nrows, rstate *s);
-
-typedef struct {
-    rinit_fn rinit;
-    row_fn row;
-    rcomb_fn rcomb;
-    col_fn col;
-    ccomb_fn ccomb;
-    cstate_fn cstate;
-    int acc_bytes; /* per column */
-} kind_fns;
-
-/* ---- loads: storage value -> the value type (int64 for integers, float or double) ---- */
-
-#define CV_b8(v) ((int64_t)((v) != 0))
-#define CV_u8(v) ((int64_t)(v))
-#define CV_i8(v) ((int64_t)(v))
-#define CV_i16(v) ((int64_t)(v))
-#define CV_i32(v) ((int64_t)(v))
-#define CV_i64(v) ((int64_t)(v))
-#define CV_f16(v) ptl_h2f(v)
-#define CV_bf16(v) ptl_bf2f(v)
-#define CV_f32(v) (v)
-#define CV_f64(v) (v)
-
-/* X(suffix, storage type, value type, is floating) */
-#define ALL_DTYPES(X)                                                                      \
-    X(b8, uint8_t, int64_t, 0) X(u8, uint8_t, int64_t, 0) X(i8, int8_t, int64_t, 0)       \
-    X(i16, int16_t, int64_t, 0) X(i32, int32_t, int64_t, 0) X(i64, int64_t, int64_t, 0)   \
-    FLOAT_DTYPES(X)
-#define FLOAT_DTYPES(X)                                                                    \
-    X(f16, uint16_t, float, 1) X(bf16, uint16_t, float, 1) X(f32, float, float, 1)        \
-    X(f64, double, double, 1)
-
-static double load_as_double(const char *p, int dt) {
-    switch (dt) {
-        case PTL_BOOL: return *(const uint8_t *)p != 0;
-        case PTL_U8: return *(const uint8_t *)p;
-        case PTL_I8: return *(const int8_t *)p;
-        case PTL_I16: return *(const int16_t *)p;
-        case PTL_I32: return *(const int32_t *)p;
-        case PTL_I64: return (double)*(const int64_t *)p;
-        case PTL_F16: return ptl_h2f(*(const uint16_t *)p);
-        case PTL_BF16: return ptl_bf2f(*(const uint16_t *)p);
-        case PTL_F32: return *(const float *)p;
-        default: return *(const double *)p;
-    }
-}
-
-static void store_d(char *p, int dt, double v) {
-    switch (dt) {
-        case PTL_BOOL: *(uint8_t *)p = v != 0; break;
-        case PTL_U8: *(uint8_t *)p = (uint8_t)(int64_t)v; break;
-        case PTL_I8: *(int8_t *)p = (int8_t)(int64_t)v; break;
-        case PTL_I16: *(int16_t *)p = (int16_t)(int64_t)v; break;
-        case PTL_I32: *(int32_t *)p = (int32_t)(int64_t)v; break;
-        case PTL_I64: *(int64_t *)p = (int64_t)v; break;
-        case PTL_F16: *(uint16_t *)p = ptl_f2h((float)v); break;
-        case PTL_BF16: *(uint16_t *)p = ptl_f2bf((float)v); break;
-        case PTL_F32: *(float *)p = (float)v; break;
-        default: *(double *)p = v; break;
-    }
-}
-
-static void store_i(char *p, int dt, int64_t v) {
-    switch (dt) {
-        case PTL_BOOL: *(uint8_t *)p = v != 0; break;
-        case PTL_U8: *(uint8_t *)p = (uint8_t)v; break;
-        case PTL_I8: *(int8_t *)p = (int8_t)v; break;
-        case PTL_I16: *(int16_t *)p = (int16_t)v; break;
-        case PTL_I32: *(int32_t *)p = (int32_t)v; break;
-        case PTL_I64: *(int64_t *)p = v; break;
-        default: store_d(p, dt, (double)v); break;
-    }
-}
 
 /* ---- hand-vectorised float32/float64 loops -----------------------------------------------
  * Written with explicit lanes because the compiler may not reorder floating additions
@@ -463,722 +358,203 @@ static float min_f32_contig(const float *p, int64_t n, int *nan) { return PICK(m
 static double max_f64_contig(const double *p, int64_t n, int *nan) { return PICK(max_f64_avx2, max_f64_generic)(p, n, nan); }
 static double min_f64_contig(const double *p, int64_t n, int *nan) { return PICK(min_f64_avx2, min_f64_generic)(p, n, nan); }
 
-/* ---- sum-like kinds: acc += MAP(x) --------------------------------------------------- */
+/* ---- the fast paths the declarations name ------------------------------------------------
+ * Row paths (kernels/ptl_reduce.h): fold a contiguous run into *acc with the declared
+ * combine or prefer, or decline (return 0) and let the generated loop run. */
 
-#define MAP_ID(x) (x)
-#define MAP_NZ(x) ((int64_t)((x) != 0))
-#define MAP_NAN0(x) ((x) != (x) ? 0.0 : (double)(x))
-#define MAP_ABS(x) fabs((double)(x))
-#define MAP_SQ(x) ((double)(x) * (double)(x))
-#define MAP_POW(x) pow(fabs((double)(x)), parg)
-#define MAP_EXP(x) exp((double)(x) - shift)
+int ptl_red_fast_sum_f32(const float *p, int64_t n, int64_t idx0, double *acc, int64_t *index) {
+    (void)idx0; (void)index;
+    *acc = ptl_red_combine_sum_f32(*acc, sum_f32_contig(p, n));
+    return 1;
+}
+int ptl_red_fast_sum_f64(const double *p, int64_t n, int64_t idx0, double *acc, int64_t *index) {
+    (void)idx0; (void)index;
+    *acc = ptl_red_combine_sum_f64(*acc, sum_f64_contig(p, n));
+    return 1;
+}
 
-#define DEF_SUMK(KIND, SFX, ST, ACC_T, FIELD, MAP)                                               \
-    PTL_CLONES static void row_##KIND##_##SFX(const char *p, int64_t n, int64_t st, int64_t idx0,  \
-                                              rstate *s, double parg) {                          \
-        (void)idx0; (void)parg;                                                                  \
-        const double shift = s->shift; (void)shift;                                              \
-        ACC_T a0 = 0, a1 = 0, a2 = 0, a3 = 0;                                                    \
-        int64_t i = 0;                                                                           \
-        if (st == (int64_t)sizeof(ST)) {                                                         \
-            const ST *q = (const ST *)p;                                                         \
-            for (; i + 4 <= n; i += 4) {                                                         \
-                a0 += MAP(CV_##SFX(q[i]));                                                       \
-                a1 += MAP(CV_##SFX(q[i + 1]));                                                   \
-                a2 += MAP(CV_##SFX(q[i + 2]));                                                   \
-                a3 += MAP(CV_##SFX(q[i + 3]));                                                   \
-            }                                                                                    \
-            for (; i < n; i++) a0 += MAP(CV_##SFX(q[i]));                                        \
-        } else {                                                                                 \
-            for (; i + 4 <= n; i += 4) {                                                         \
-                a0 += MAP(CV_##SFX(*(const ST *)(p + i * st)));                                  \
-                a1 += MAP(CV_##SFX(*(const ST *)(p + (i + 1) * st)));                            \
-                a2 += MAP(CV_##SFX(*(const ST *)(p + (i + 2) * st)));                            \
-                a3 += MAP(CV_##SFX(*(const ST *)(p + (i + 3) * st)));                            \
-            }                                                                                    \
-            for (; i < n; i++) a0 += MAP(CV_##SFX(*(const ST *)(p + i * st)));                   \
-        }                                                                                        \
-        s->FIELD += (a0 + a1) + (a2 + a3);                                                       \
-    }                                                                                            \
-    PTL_CLONES static void col_##KIND##_##SFX(void *accv, int64_t L, const char *p, int64_t cst,   \
-                                              int64_t rst, int64_t nrows, int64_t r0, int first,  \
-                                              const char *aux, int64_t ast, int adt, double parg) { \
-        (void)r0; (void)aux; (void)ast; (void)adt; (void)parg;                                   \
-        const double shift = 0; (void)shift;                                                     \
-        ACC_T *restrict acc = (ACC_T *)accv;                                                     \
-        int64_t r = 0;                                                                           \
-        if (cst == (int64_t)sizeof(ST)) {                                                        \
-            /* up to four rows per sweep: a quarter of the accumulator traffic (and a first   \
-             * sweep that writes the tile instead of reading it) */                            \
-            while (r < nrows) {                                                                  \
-                int64_t k = nrows - r >= 4 ? 4 : nrows - r;                                      \
-                const ST *restrict q0 = (const ST *)(p + r * rst);                               \
-                const ST *restrict q1 = (const ST *)(p + (r + (k > 1)) * rst);                   \
-                const ST *restrict q2 = (const ST *)(p + (r + (k > 2) * 2) * rst);               \
-                const ST *restrict q3 = (const ST *)(p + (r + (k > 3) * 3) * rst);               \
-                if (k == 4) {                                                                    \
-                    if (first)                                                                   \
-                        for (int64_t j = 0; j < L; j++)                                          \
-                            acc[j] = (MAP(CV_##SFX(q0[j])) + MAP(CV_##SFX(q1[j]))) +             \
-                                     (MAP(CV_##SFX(q2[j])) + MAP(CV_##SFX(q3[j])));              \
-                    else                                                                         \
-                        for (int64_t j = 0; j < L; j++)                                          \
-                            acc[j] += (MAP(CV_##SFX(q0[j])) + MAP(CV_##SFX(q1[j]))) +            \
-                                      (MAP(CV_##SFX(q2[j])) + MAP(CV_##SFX(q3[j])));             \
-                } else if (k == 3) {                                                             \
-                    if (first)                                                                   \
-                        for (int64_t j = 0; j < L; j++) acc[j] = (MAP(CV_##SFX(q0[j])) + MAP(CV_##SFX(q1[j]))) + MAP(CV_##SFX(q2[j])); \
-                    else                                                                         \
-                        for (int64_t j = 0; j < L; j++) acc[j] += (MAP(CV_##SFX(q0[j])) + MAP(CV_##SFX(q1[j]))) + MAP(CV_##SFX(q2[j])); \
-                } else if (k == 2) {                                                             \
-                    if (first)                                                                   \
-                        for (int64_t j = 0; j < L; j++) acc[j] = MAP(CV_##SFX(q0[j])) + MAP(CV_##SFX(q1[j])); \
-                    else                                                                         \
-                        for (int64_t j = 0; j < L; j++) acc[j] += MAP(CV_##SFX(q0[j])) + MAP(CV_##SFX(q1[j])); \
-                } else {                                                                         \
-                    if (first)                                                                   \
-                        for (int64_t j = 0; j < L; j++) acc[j] = MAP(CV_##SFX(q0[j])); \
-                    else                                                                         \
-                        for (int64_t j = 0; j < L; j++) acc[j] += MAP(CV_##SFX(q0[j])); \
-                }                                                                                \
-                (void)q3;                                                                        \
-                first = 0;                                                                       \
-                r += k;                                                                          \
-            }                                                                                    \
-        } else {                                                                                 \
-            if (first) {                                                                         \
-                for (int64_t j = 0; j < L; j++) acc[j] = MAP(CV_##SFX(*(const ST *)(p + j * cst))); \
-                r = 1;                                                                           \
-            }                                                                                    \
-            for (; r < nrows; r++) {                                                             \
-                const char *q = p + r * rst;                                                     \
-                for (int64_t j = 0; j < L; j++) acc[j] += MAP(CV_##SFX(*(const ST *)(q + j * cst))); \
-            }                                                                                    \
-        }                                                                                        \
+/* below 64 elements the generated loop is as fast */
+#define DEF_FAST_EXTREME(NAME, T, FN, PREFER)                                                       \
+    int NAME(const T *p, int64_t n, int64_t idx0, T *acc, int64_t *index) {                        \
+        if (n < 64) return 0;                                                                      \
+        int nan = 0;                                                                               \
+        T m = FN(p, n, &nan);                                                                      \
+        if (nan) m = NAN;                                                                          \
+        if (*index < 0 || PREFER(*acc, m)) {                                                       \
+            *acc = m;                                                                              \
+            *index = idx0;                                                                         \
+        }                                                                                          \
+        return 1;                                                                                  \
     }
+DEF_FAST_EXTREME(ptl_red_fast_amax_f32, float, max_f32_contig, ptl_red_prefer_amax_f32)
+DEF_FAST_EXTREME(ptl_red_fast_amin_f32, float, min_f32_contig, ptl_red_prefer_amin_f32)
+DEF_FAST_EXTREME(ptl_red_fast_amax_f64, double, max_f64_contig, ptl_red_prefer_amax_f64)
+DEF_FAST_EXTREME(ptl_red_fast_amin_f64, double, min_f64_contig, ptl_red_prefer_amin_f64)
 
-static void rinit_zero(rstate *s) { memset(s, 0, sizeof *s); }
-static void rinit_one(rstate *s) { memset(s, 0, sizeof *s); s->d = 1; s->i = 1; }
-static void rinit_arg(rstate *s) { memset(s, 0, sizeof *s); s->n = -1; }
-static void rcomb_sum(rstate *a, const rstate *b) {
-    a->d += b->d;
-    a->i = (int64_t)((uint64_t)a->i + (uint64_t)b->i);
-}
-static void rcomb_prod(rstate *a, const rstate *b) {
-    a->d *= b->d;
-    a->i = (int64_t)((uint64_t)a->i * (uint64_t)b->i); /* integer products wrap, as in PyTorch */
-}
-
-static void ccomb_sum_d(void *a, const void *b, int64_t L, int64_t na, int64_t nb) {
-    (void)na; (void)nb;
-    double *x = (double *)a;
-    const double *y = (const double *)b;
-    for (int64_t j = 0; j < L; j++) x[j] += y[j];
-}
-static void ccomb_sum_i(void *a, const void *b, int64_t L, int64_t na, int64_t nb) {
-    (void)na; (void)nb;
-    int64_t *x = (int64_t *)a;
-    const int64_t *y = (const int64_t *)b;
-    for (int64_t j = 0; j < L; j++) x[j] = (int64_t)((uint64_t)x[j] + (uint64_t)y[j]);
-}
-static void ccomb_prod_d(void *a, const void *b, int64_t L, int64_t na, int64_t nb) {
-    (void)na; (void)nb;
-    double *x = (double *)a;
-    const double *y = (const double *)b;
-    for (int64_t j = 0; j < L; j++) x[j] *= y[j];
-}
-static void ccomb_prod_i(void *a, const void *b, int64_t L, int64_t na, int64_t nb) {
-    (void)na; (void)nb;
-    uint64_t *x = (uint64_t *)a;
-    const uint64_t *y = (const uint64_t *)b;
-    for (int64_t j = 0; j < L; j++) x[j] *= y[j];
-}
-static void cstate_d(const void *acc, int64_t L, int64_t j, int64_t nrows, rstate *s) {
-    (void)L; (void)nrows;
-    memset(s, 0, sizeof *s);
-    s->d = ((const double *)acc)[j];
-}
-static void cstate_i(const void *acc, int64_t L, int64_t j, int64_t nrows, rstate *s) {
-    (void)L; (void)nrows;
-    memset(s, 0, sizeof *s);
-    s->i = ((const int64_t *)acc)[j];
-}
-
-/* integer sums accumulate in uint64 so that overflow wraps (defined) like int64 in PyTorch */
-#define DEF_SUM_ALL(SFX, ST, VT, ISF) DEF_SUM_##ISF(SFX, ST)
-#define DEF_SUM_0(SFX, ST) DEF_SUMK(K_SUM, SFX, ST, uint64_t, i, (uint64_t)MAP_ID)
-#define DEF_SUM_1(SFX, ST) DEF_SUMK(K_SUM, SFX, ST, double, d, (double)MAP_ID)
-ALL_DTYPES(DEF_SUM_ALL)
-
-#define DEF_NZ_ALL(SFX, ST, VT, ISF) DEF_SUMK(K_NZ, SFX, ST, int64_t, i, MAP_NZ)
-ALL_DTYPES(DEF_NZ_ALL)
-
-#define DEF_FLOAT_MAPS(SFX, ST, VT, ISF)                          \
-    DEF_SUMK(K_NANSUM, SFX, ST, double, d, MAP_NAN0)              \
-    DEF_SUMK(K_ABS, SFX, ST, double, d, MAP_ABS)                  \
-    DEF_SUMK(K_SQ, SFX, ST, double, d, MAP_SQ)                    \
-    DEF_SUMK(K_POW, SFX, ST, double, d, MAP_POW)
-FLOAT_DTYPES(DEF_FLOAT_MAPS)
-
-/* float32/float64 contiguous sums take the hand-vectorised loops */
-static void row_sum_f32(const char *p, int64_t n, int64_t st, int64_t idx0, rstate *s, double parg) {
-    if (st == 4) s->d += sum_f32_contig((const float *)p, n);
-    else row_K_SUM_f32(p, n, st, idx0, s, parg);
-}
-static void row_sum_f64(const char *p, int64_t n, int64_t st, int64_t idx0, rstate *s, double parg) {
-    if (st == 8) s->d += sum_f64_contig((const double *)p, n);
-    else row_K_SUM_f64(p, n, st, idx0, s, parg);
-}
-
-/* ---- products ------------------------------------------------------------------------ */
-
-#define DEF_PRODK(SFX, ST, ACC_T, FIELD)                                                          \
-    static void row_K_PROD_##SFX(const char *p, int64_t n, int64_t st, int64_t idx0, rstate *s,  \
-                                 double parg) {                                                  \
-        (void)idx0; (void)parg;                                                                  \
-        ACC_T a0 = 1, a1 = 1;                                                                    \
-        int64_t i = 0;                                                                           \
-        for (; i + 2 <= n; i += 2) {                                                             \
-            a0 *= (ACC_T)CV_##SFX(*(const ST *)(p + i * st));                                    \
-            a1 *= (ACC_T)CV_##SFX(*(const ST *)(p + (i + 1) * st));                              \
-        }                                                                                        \
-        if (i < n) a0 *= (ACC_T)CV_##SFX(*(const ST *)(p + i * st));                             \
-        ACC_T cur = (ACC_T)s->FIELD;                                                             \
-        cur *= a0 * a1;                                                                          \
-        s->FIELD = cur;                                                                          \
-    }                                                                                            \
-    static void col_K_PROD_##SFX(void *accv, int64_t L, const char *p, int64_t cst, int64_t rst,  \
-                                 int64_t nrows, int64_t r0, int first, const char *aux,          \
-                                 int64_t ast, int adt, double parg) {                            \
-        (void)r0; (void)aux; (void)ast; (void)adt; (void)parg;                                   \
-        ACC_T *acc = (ACC_T *)accv;                                                              \
-        int64_t r = 0;                                                                           \
-        if (first) {                                                                             \
-            for (int64_t j = 0; j < L; j++) acc[j] = (ACC_T)CV_##SFX(*(const ST *)(p + j * cst)); \
-            r = 1;                                                                               \
-        }                                                                                        \
-        for (; r < nrows; r++) {                                                                 \
-            const char *q = p + r * rst;                                                         \
-            for (int64_t j = 0; j < L; j++) acc[j] *= (ACC_T)CV_##SFX(*(const ST *)(q + j * cst)); \
-        }                                                                                        \
+/* Find each block's extreme with the vector loop, and only when it beats the best so far
+ * look for its first position inside the (cached) block. */
+#define DEF_FAST_ARG(NAME, T, FN, OP, PREFER)                                                       \
+    int NAME(const T *p, int64_t n, int64_t idx0, T *acc, int64_t *index) {                        \
+        if (n < 64) return 0;                                                                      \
+        T best = 0;                                                                                \
+        int64_t bi = -1;                                                                           \
+        for (int64_t b = 0; b < n; b += 512) {                                                     \
+            int64_t len = n - b < 512 ? n - b : 512;                                               \
+            int nan = 0;                                                                           \
+            T m = FN(p + b, len, &nan);                                                            \
+            if (nan) {                                                                             \
+                for (int64_t k = 0; k < len; k++)                                                  \
+                    if (p[b + k] != p[b + k]) {                                                    \
+                        best = p[b + k];                                                           \
+                        bi = b + k;                                                                \
+                        break;                                                                     \
+                    }                                                                              \
+                break;                                                                             \
+            }                                                                                      \
+            if (bi < 0 || m OP best) {                                                             \
+                for (int64_t k = 0; k < len; k++)                                                  \
+                    if (p[b + k] == m) {                                                           \
+                        bi = b + k;                                                                \
+                        break;                                                                     \
+                    }                                                                              \
+                best = m;                                                                          \
+            }                                                                                      \
+        }                                                                                          \
+        if (*index < 0 || PREFER(*acc, best)) {                                                    \
+            *acc = best;                                                                           \
+            *index = idx0 + bi;                                                                    \
+        }                                                                                          \
+        return 1;                                                                                  \
     }
-#define DEF_PROD_ALL(SFX, ST, VT, ISF) DEF_PROD_##ISF(SFX, ST)
-#define DEF_PROD_0(SFX, ST) DEF_PRODK(SFX, ST, uint64_t, i)
-#define DEF_PROD_1(SFX, ST) DEF_PRODK(SFX, ST, double, d)
-ALL_DTYPES(DEF_PROD_ALL)
+DEF_FAST_ARG(ptl_red_fast_argmax_f32, float, max_f32_contig, >, ptl_red_prefer_argmax_f32)
+DEF_FAST_ARG(ptl_red_fast_argmin_f32, float, min_f32_contig, <, ptl_red_prefer_argmin_f32)
+DEF_FAST_ARG(ptl_red_fast_argmax_f64, double, max_f64_contig, >, ptl_red_prefer_argmax_f64)
+DEF_FAST_ARG(ptl_red_fast_argmin_f64, double, min_f64_contig, <, ptl_red_prefer_argmin_f64)
 
-/* ---- logsumexp: sum of exp(x - shift), the shift being the max of the slice ---------- */
-
-#define DEF_EXPK(SFX, ST, VT, ISF)                                                                \
-    DEF_SUMK(K_EXP_row_only, SFX, ST, double, d, MAP_EXP)                                        \
-    static void col_K_EXP_##SFX(void *accv, int64_t L, const char *p, int64_t cst, int64_t rst,  \
-                                int64_t nrows, int64_t r0, int first, const char *aux,           \
-                                int64_t ast, int adt, double parg) {                             \
-        (void)r0; (void)parg;                                                                    \
-        double *acc = (double *)accv, *sh = acc + L;                                             \
-        if (first) {                                                                             \
-            for (int64_t j = 0; j < L; j++) {                                                    \
-                double m = load_as_double(aux + j * ast, adt);                                   \
-                sh[j] = isinf(m) ? 0.0 : m;                                                      \
-                acc[j] = 0;                                                                      \
-            }                                                                                    \
-        }                                                                                        \
-        for (int64_t r = 0; r < nrows; r++) {                                                    \
-            const char *q = p + r * rst;                                                         \
-            for (int64_t j = 0; j < L; j++)                                                      \
-                acc[j] += exp((double)CV_##SFX(*(const ST *)(q + j * cst)) - sh[j]);             \
-        }                                                                                        \
-    }
-FLOAT_DTYPES(DEF_EXPK)
-
-static void cstate_exp(const void *acc, int64_t L, int64_t j, int64_t nrows, rstate *s) {
-    (void)nrows;
-    memset(s, 0, sizeof *s);
-    s->d = ((const double *)acc)[j];
-    s->shift = ((const double *)acc)[L + j];
-}
-
-/* ---- nanmean: sum and count of the non-NaN values --------------------------------------- */
-
-#define DEF_NANMEANK(SFX, ST, VT, ISF)                                                            \
-    static void row_K_NANMEAN_##SFX(const char *p, int64_t n, int64_t st, int64_t idx0,          \
-                                    rstate *s, double parg) {                                    \
-        (void)idx0; (void)parg;                                                                  \
-        double a = 0;                                                                            \
-        int64_t c = 0;                                                                           \
-        for (int64_t i = 0; i < n; i++) {                                                        \
-            double x = CV_##SFX(*(const ST *)(p + i * st));                                      \
-            if (x == x) { a += x; c++; }                                                         \
-        }                                                                                        \
-        s->d += a;                                                                               \
-        s->i += c;                                                                               \
-    }                                                                                            \
-    static void col_K_NANMEAN_##SFX(void *accv, int64_t L, const char *p, int64_t cst,           \
-                                    int64_t rst, int64_t nrows, int64_t r0, int first,           \
-                                    const char *aux, int64_t ast, int adt, double parg) {        \
-        (void)r0; (void)aux; (void)ast; (void)adt; (void)parg;                                   \
-        double *acc = (double *)accv;                                                            \
-        int64_t *cnt = (int64_t *)(acc + L);                                                     \
-        if (first)                                                                               \
-            for (int64_t j = 0; j < L; j++) { acc[j] = 0; cnt[j] = 0; }                          \
-        for (int64_t r = 0; r < nrows; r++) {                                                    \
-            const char *q = p + r * rst;                                                         \
-            for (int64_t j = 0; j < L; j++) {                                                    \
-                double x = CV_##SFX(*(const ST *)(q + j * cst));                                 \
-                int ok = x == x;                                                                 \
-                acc[j] += ok ? x : 0.0;                                                          \
-                cnt[j] += ok;                                                                    \
-            }                                                                                    \
-        }                                                                                        \
-    }
-FLOAT_DTYPES(DEF_NANMEANK)
-
-static void ccomb_nanmean(void *a, const void *b, int64_t L, int64_t na, int64_t nb) {
-    (void)na; (void)nb;
-    double *x = (double *)a;
-    const double *y = (const double *)b;
-    int64_t *cx = (int64_t *)(x + L);
-    const int64_t *cy = (const int64_t *)(y + L);
-    for (int64_t j = 0; j < L; j++) { x[j] += y[j]; cx[j] += cy[j]; }
-}
-static void cstate_nanmean(const void *acc, int64_t L, int64_t j, int64_t nrows, rstate *s) {
-    (void)nrows;
-    memset(s, 0, sizeof *s);
-    s->d = ((const double *)acc)[j];
-    s->i = ((const int64_t *)((const double *)acc + L))[j];
-}
-
-/* ---- max / min (NaN propagates) ------------------------------------------------------- */
-
-/* "b replaces a": strictly better, or b is NaN while a is not. Integers have no NaN. */
-#define BETTER_F(b, a, OP) (((b) OP (a) || (b) != (b)) && (a) == (a))
-#define BETTER_I(b, a, OP) ((b) OP (a))
-
-#define DEF_EXTK(KIND, SFX, ST, VT, ISF, OP, MAP, FIELD, BETTER)                                  \
-    static void row_##KIND##_##SFX(const char *p, int64_t n, int64_t st, int64_t idx0, rstate *s, \
-                                   double parg) {                                                \
-        (void)idx0; (void)parg;                                                                  \
-        if (n <= 0) return;                                                                      \
-        VT m = MAP(CV_##SFX(*(const ST *)p));                                                    \
-        for (int64_t i = 1; i < n; i++) {                                                        \
-            VT x = MAP(CV_##SFX(*(const ST *)(p + i * st)));                                     \
-            if (BETTER(x, m, OP)) m = x;                                                         \
-        }                                                                                        \
-        if (!s->n || BETTER(m, (VT)s->FIELD, OP)) s->FIELD = m;                                  \
-        s->n = 1;                                                                                \
-    }                                                                                            \
-    PTL_CLONES static void col_##KIND##_##SFX(void *accv, int64_t L, const char *p, int64_t cst, \
-                                              int64_t rst, int64_t nrows, int64_t r0, int first,  \
-                                              const char *aux, int64_t ast, int adt, double parg) { \
-        (void)r0; (void)aux; (void)ast; (void)adt; (void)parg;                                   \
-        VT *restrict acc = (VT *)accv;                                                           \
-        int64_t r = 0;                                                                           \
-        if (first) {                                                                             \
-            for (int64_t j = 0; j < L; j++) acc[j] = MAP(CV_##SFX(*(const ST *)(p + j * cst)));  \
-            r = 1;                                                                               \
-        }                                                                                        \
-        if (cst == (int64_t)sizeof(ST)) {                                                        \
-            for (; r < nrows; r++) {                                                             \
-                const ST *restrict q = (const ST *)(p + r * rst);                                \
-                for (int64_t j = 0; j < L; j++) {                                                \
-                    VT x = MAP(CV_##SFX(q[j])), a = acc[j];                                      \
-                    acc[j] = BETTER(x, a, OP) ? x : a;                                           \
-                }                                                                                \
-            }                                                                                    \
-        } else {                                                                                 \
-            for (; r < nrows; r++) {                                                             \
-                const char *q = p + r * rst;                                                     \
-                for (int64_t j = 0; j < L; j++) {                                                \
-                    VT x = MAP(CV_##SFX(*(const ST *)(q + j * cst))), a = acc[j];                \
-                    acc[j] = BETTER(x, a, OP) ? x : a;                                           \
-                }                                                                                \
-            }                                                                                    \
-        }                                                                                        \
-    }                                                                                            \
-    static void ccomb_##KIND##_##SFX(void *a, const void *b, int64_t L, int64_t na, int64_t nb) { \
-        (void)na; (void)nb;                                                                      \
-        VT *x = (VT *)a;                                                                         \
-        const VT *y = (const VT *)b;                                                             \
-        for (int64_t j = 0; j < L; j++)                                                          \
-            if (BETTER(y[j], x[j], OP)) x[j] = y[j];                                             \
-    }                                                                                            \
-    static void cstate_##KIND##_##SFX(const void *acc, int64_t L, int64_t j, int64_t nrows,      \
-                                      rstate *s) {                                               \
-        (void)L; (void)nrows;                                                                    \
-        memset(s, 0, sizeof *s);                                                                 \
-        s->FIELD = ((const VT *)acc)[j];                                                         \
-        s->n = 1;                                                                                \
-    }                                                                                            \
-    static void rcomb_##KIND##_##SFX(rstate *a, const rstate *b) {                               \
-        if (!b->n) return;                                                                       \
-        if (!a->n || BETTER((VT)b->FIELD, (VT)a->FIELD, OP)) a->FIELD = b->FIELD;                \
-        a->n = 1;                                                                                \
-    }
-
-#define DEF_EXT_ALL(SFX, ST, VT, ISF) DEF_EXT_##ISF(SFX, ST, VT)
-#define DEF_EXT_0(SFX, ST, VT)                                    \
-    DEF_EXTK(K_MAX, SFX, ST, VT, 0, >, MAP_ID, i, BETTER_I)       \
-    DEF_EXTK(K_MIN, SFX, ST, VT, 0, <, MAP_ID, i, BETTER_I)
-#define DEF_EXT_1(SFX, ST, VT)                                    \
-    DEF_EXTK(K_MAX, SFX, ST, VT, 1, >, MAP_ID, d, BETTER_F)       \
-    DEF_EXTK(K_MIN, SFX, ST, VT, 1, <, MAP_ID, d, BETTER_F)       \
-    DEF_EXTK(K_MAXABS, SFX, ST, VT, 1, >, (VT)fabs, d, BETTER_F)  \
-    DEF_EXTK(K_MINABS, SFX, ST, VT, 1, <, (VT)fabs, d, BETTER_F)
-ALL_DTYPES(DEF_EXT_ALL)
-
-#define DEF_EXT_FAST(NAME, T, KIND, SFX, FN, OP)                                                  \
-    static void NAME(const char *p, int64_t n, int64_t st, int64_t idx0, rstate *s, double parg) { \
-        if (st != (int64_t)sizeof(T) || n < 64) {                                                \
-            row_##KIND##_##SFX(p, n, st, idx0, s, parg);                                         \
-            return;                                                                              \
-        }                                                                                        \
-        int nan = 0;                                                                             \
-        T m = FN((const T *)p, n, &nan);                                                         \
-        if (nan) m = NAN;                                                                        \
-        if (!s->n || BETTER_F(m, (T)s->d, OP)) s->d = m;                                         \
-        s->n = 1;                                                                                \
-    }
-DEF_EXT_FAST(row_max_f32, float, K_MAX, f32, max_f32_contig, >)
-DEF_EXT_FAST(row_min_f32, float, K_MIN, f32, min_f32_contig, <)
-DEF_EXT_FAST(row_max_f64, double, K_MAX, f64, max_f64_contig, >)
-DEF_EXT_FAST(row_min_f64, double, K_MIN, f64, min_f64_contig, <)
-
-/* ---- max/min with indices, argmax/argmin (first occurrence; the first NaN wins) ------- */
-
-#define DEF_ARGK(KIND, SFX, ST, VT, ISF, OP, FIELD, BETTER)                                       \
-    static void row_##KIND##_##SFX(const char *p, int64_t n, int64_t st, int64_t idx0, rstate *s, \
-                                   double parg) {                                                \
-        (void)parg;                                                                              \
-        if (n <= 0) return;                                                                      \
-        VT m = CV_##SFX(*(const ST *)p);                                                         \
-        int64_t mi = 0;                                                                          \
-        for (int64_t i = 1; i < n; i++) {                                                        \
-            VT x = CV_##SFX(*(const ST *)(p + i * st));                                          \
-            if (BETTER(x, m, OP)) { m = x; mi = i; }                                             \
-        }                                                                                        \
-        if (s->n < 0 || BETTER(m, (VT)s->FIELD, OP)) { s->FIELD = m; s->n = idx0 + mi; }         \
-    }                                                                                            \
-    PTL_CLONES static void col_##KIND##_##SFX(void *accv, int64_t L, const char *p, int64_t cst, \
-                                              int64_t rst, int64_t nrows, int64_t r0, int first,  \
-                                              const char *aux, int64_t ast, int adt, double parg) { \
-        (void)aux; (void)ast; (void)adt; (void)parg;                                             \
-        VT *restrict val = (VT *)accv;                                                           \
-        int64_t *restrict idx = (int64_t *)((char *)accv + L * 8);                               \
-        int64_t r = 0;                                                                           \
-        if (first) {                                                                             \
-            for (int64_t j = 0; j < L; j++) {                                                    \
-                val[j] = CV_##SFX(*(const ST *)(p + j * cst));                                   \
-                idx[j] = r0;                                                                     \
-            }                                                                                    \
-            r = 1;                                                                               \
-        }                                                                                        \
-        for (; r < nrows; r++) {                                                                 \
-            const char *q = p + r * rst;                                                         \
-            const int64_t ri = r0 + r;                                                           \
-            for (int64_t j = 0; j < L; j++) {                                                    \
-                VT x = CV_##SFX(*(const ST *)(q + j * cst)), a = val[j];                         \
-                int c = BETTER(x, a, OP);                                                        \
-                val[j] = c ? x : a;                                                              \
-                idx[j] = c ? ri : idx[j];                                                        \
-            }                                                                                    \
-        }                                                                                        \
-    }                                                                                            \
-    static void ccomb_##KIND##_##SFX(void *a, const void *b, int64_t L, int64_t na, int64_t nb) { \
-        (void)na; (void)nb;                                                                      \
-        VT *x = (VT *)a;                                                                         \
-        const VT *y = (const VT *)b;                                                             \
-        int64_t *xi = (int64_t *)((char *)a + L * 8);                                            \
-        const int64_t *yi = (const int64_t *)((const char *)b + L * 8);                          \
-        for (int64_t j = 0; j < L; j++)                                                          \
-            if (BETTER(y[j], x[j], OP)) { x[j] = y[j]; xi[j] = yi[j]; }                          \
-    }                                                                                            \
-    static void cstate_##KIND##_##SFX(const void *acc, int64_t L, int64_t j, int64_t nrows,      \
-                                      rstate *s) {                                               \
-        (void)nrows;                                                                             \
-        memset(s, 0, sizeof *s);                                                                 \
-        s->FIELD = ((const VT *)acc)[j];                                                         \
-        s->n = ((const int64_t *)((const char *)acc + L * 8))[j];                                \
-    }                                                                                            \
-    static void rcomb_##KIND##_##SFX(rstate *a, const rstate *b) {                               \
-        if (b->n < 0) return;                                                                    \
-        if (a->n < 0 || BETTER((VT)b->FIELD, (VT)a->FIELD, OP)) { a->FIELD = b->FIELD; a->n = b->n; } \
-    }
-
-#define DEF_ARG_ALL(SFX, ST, VT, ISF) DEF_ARG_##ISF(SFX, ST, VT)
-#define DEF_ARG_0(SFX, ST, VT)                                 \
-    DEF_ARGK(K_ARGMAX, SFX, ST, VT, 0, >, i, BETTER_I)         \
-    DEF_ARGK(K_ARGMIN, SFX, ST, VT, 0, <, i, BETTER_I)
-#define DEF_ARG_1(SFX, ST, VT)                                 \
-    DEF_ARGK(K_ARGMAX, SFX, ST, VT, 1, >, d, BETTER_F)         \
-    DEF_ARGK(K_ARGMIN, SFX, ST, VT, 1, <, d, BETTER_F)
-ALL_DTYPES(DEF_ARG_ALL)
-
-/* Contiguous float rows: find each block's extreme with the vector loop, and only when it
- * beats the best so far look for its first position inside the (cached) block. */
-#define DEF_ARG_FAST(NAME, T, KIND, SFX, FN, OP)                                                  \
-    static void NAME(const char *p, int64_t n, int64_t st, int64_t idx0, rstate *s, double parg) { \
-        if (st != (int64_t)sizeof(T) || n < 64) {                                                \
-            row_##KIND##_##SFX(p, n, st, idx0, s, parg);                                         \
-            return;                                                                              \
-        }                                                                                        \
-        const T *q = (const T *)p;                                                               \
-        T best = 0;                                                                              \
-        int64_t bi = -1;                                                                         \
-        for (int64_t b = 0; b < n; b += 512) {                                                   \
-            int64_t len = n - b < 512 ? n - b : 512;                                             \
-            int nan = 0;                                                                         \
-            T m = FN(q + b, len, &nan);                                                          \
-            if (nan) {                                                                           \
-                for (int64_t k = 0; k < len; k++)                                                \
-                    if (q[b + k] != q[b + k]) { best = q[b + k]; bi = b + k; break; }            \
-                break;                                                                           \
-            }                                                                                    \
-            if (bi < 0 || m OP best) {                                                           \
-                for (int64_t k = 0; k < len; k++)                                                \
-                    if (q[b + k] == m) { bi = b + k; break; }                                    \
-                best = m;                                                                        \
-            }                                                                                    \
-        }                                                                                        \
-        if (s->n < 0 || BETTER_F(best, (T)s->d, OP)) { s->d = best; s->n = idx0 + bi; }          \
-    }
-DEF_ARG_FAST(row_argmax_f32, float, K_ARGMAX, f32, max_f32_contig, >)
-DEF_ARG_FAST(row_argmin_f32, float, K_ARGMIN, f32, min_f32_contig, <)
-DEF_ARG_FAST(row_argmax_f64, double, K_ARGMAX, f64, max_f64_contig, >)
-DEF_ARG_FAST(row_argmin_f64, double, K_ARGMIN, f64, min_f64_contig, <)
-
-/* ---- variance --------------------------------------------------------------------------
- * Row path: blocks of 1024 (in cache) get an exact two-pass mean and M2, merged with
- * Chan et al.'s pairwise formula. Column path: per-column sums of (x - shift) and
- * (x - shift)^2 with the column's first value as shift, which avoids the cancellation of
- * the naive sum-of-squares formula; partials are merged with the same formula. */
-
-static void chan_merge(rstate *a, int64_t nb, double mb, double m2b) {
-    if (nb == 0) return;
-    if (a->n == 0) { a->n = nb; a->d = mb; a->m2 = m2b; return; }
-    int64_t n = a->n + nb;
-    double delta = mb - a->d;
-    a->d += delta * ((double)nb / (double)n);
-    a->m2 += m2b + delta * delta * ((double)a->n * (double)nb / (double)n);
-    a->n = n;
-}
-static void rcomb_var(rstate *a, const rstate *b) { chan_merge(a, b->n, b->d, b->m2); }
-
+/* var: blocks of 1024 (in cache) get an exact two-pass mean and M2, merged in order
+ * with the declared combine (the generic loop updates per element, dividing) */
 #define VAR_BLOCK 1024
-#define DEF_VARK(SFX, ST, VT, ISF)                                                                \
-    static void row_K_VAR_##SFX(const char *p, int64_t n, int64_t st, int64_t idx0, rstate *s,   \
-                                double parg) {                                                   \
-        (void)idx0; (void)parg;                                                                  \
-        double buf[VAR_BLOCK];                                                                   \
-        for (int64_t b = 0; b < n; b += VAR_BLOCK) {                                             \
-            int64_t len = n - b < VAR_BLOCK ? n - b : VAR_BLOCK;                                 \
-            double sum = 0;                                                                      \
-            for (int64_t k = 0; k < len; k++) {                                                  \
-                buf[k] = CV_##SFX(*(const ST *)(p + (b + k) * st));                              \
-                sum += buf[k];                                                                   \
-            }                                                                                    \
-            double mean = sum / (double)len, m2 = 0;                                             \
-            for (int64_t k = 0; k < len; k++) m2 += (buf[k] - mean) * (buf[k] - mean);           \
-            chan_merge(s, len, mean, m2);                                                        \
-        }                                                                                        \
-    }                                                                                            \
-    PTL_CLONES static void col_K_VAR_##SFX(void *accv, int64_t L, const char *p, int64_t cst,    \
-                                           int64_t rst, int64_t nrows, int64_t r0, int first,     \
-                                           const char *aux, int64_t ast, int adt, double parg) {  \
-        (void)r0; (void)aux; (void)ast; (void)adt; (void)parg;                                   \
-        double *restrict sh = (double *)accv, *restrict s1 = sh + L, *restrict s2 = sh + 2 * L;  \
-        int64_t r = 0;                                                                           \
-        if (first) {                                                                             \
-            for (int64_t j = 0; j < L; j++) {                                                    \
-                sh[j] = CV_##SFX(*(const ST *)(p + j * cst));                                    \
-                s1[j] = 0;                                                                       \
-                s2[j] = 0;                                                                       \
-            }                                                                                    \
-            r = 1;                                                                               \
-        }                                                                                        \
-        for (; r < nrows; r++) {                                                                 \
-            const char *q = p + r * rst;                                                         \
-            if (cst == (int64_t)sizeof(ST)) {                                                    \
-                const ST *restrict qq = (const ST *)q;                                           \
-                for (int64_t j = 0; j < L; j++) {                                                \
-                    double d = (double)CV_##SFX(qq[j]) - sh[j];                                  \
-                    s1[j] += d;                                                                  \
-                    s2[j] += d * d;                                                              \
-                }                                                                                \
-            } else {                                                                             \
-                for (int64_t j = 0; j < L; j++) {                                                \
-                    double d = (double)CV_##SFX(*(const ST *)(q + j * cst)) - sh[j];             \
-                    s1[j] += d;                                                                  \
-                    s2[j] += d * d;                                                              \
-                }                                                                                \
-            }                                                                                    \
-        }                                                                                        \
+#define DEF_FAST_VAR(SFX, T, SUMFN, SQFN)                                                           \
+    int ptl_red_fast_var_##SFX(const T *p, int64_t n, int64_t idx0, ptl_red_acc_var *acc,          \
+                               int64_t *index) {                                                   \
+        (void)idx0; (void)index;                                                                   \
+        for (int64_t b = 0; b < n; b += VAR_BLOCK) {                                               \
+            int64_t len = n - b < VAR_BLOCK ? n - b : VAR_BLOCK;                                   \
+            double mean = SUMFN(p + b, len) / (double)len;                                         \
+            ptl_red_acc_var blk = {.n = (double)len, .mean = mean, .m2 = SQFN(p + b, len, mean)};   \
+            *acc = ptl_red_combine_var_##SFX(*acc, blk);                                           \
+        }                                                                                          \
+        return 1;                                                                                  \
     }
-FLOAT_DTYPES(DEF_VARK)
+DEF_FAST_VAR(f32, float, sum_f32_contig, sqdev_f32_contig)
+DEF_FAST_VAR(f64, double, sum_f64_contig, sqdev_f64_contig)
 
-static void var_from_shifted(const double *acc, int64_t L, int64_t j, int64_t n, double *mean, double *m2) {
+/* float16 / bfloat16: each block converted once into a double buffer, then two passes */
+#define DEF_FAST_VAR_HALF(SFX, LOAD)                                                                \
+    int ptl_red_fast_var_##SFX(const uint16_t *p, int64_t n, int64_t idx0, ptl_red_acc_var *acc,   \
+                               int64_t *index) {                                                   \
+        (void)idx0; (void)index;                                                                   \
+        double buf[VAR_BLOCK];                                                                     \
+        for (int64_t b = 0; b < n; b += VAR_BLOCK) {                                               \
+            int64_t len = n - b < VAR_BLOCK ? n - b : VAR_BLOCK;                                   \
+            double sum = 0, m2 = 0;                                                                \
+            for (int64_t k = 0; k < len; k++) {                                                    \
+                buf[k] = LOAD(p[b + k]);                                                           \
+                sum += buf[k];                                                                     \
+            }                                                                                      \
+            double mean = sum / (double)len;                                                       \
+            for (int64_t k = 0; k < len; k++) m2 += (buf[k] - mean) * (buf[k] - mean);            \
+            ptl_red_acc_var blk = {.n = (double)len, .mean = mean, .m2 = m2};                      \
+            *acc = ptl_red_combine_var_##SFX(*acc, blk);                                           \
+        }                                                                                          \
+        return 1;                                                                                  \
+    }
+DEF_FAST_VAR_HALF(f16, ptl_h2f)
+DEF_FAST_VAR_HALF(bf16, ptl_bf2f)
+
+/* var's column path: per-column sums of (x - shift) and (x - shift)^2 with the column's
+ * first value as shift, which avoids the cancellation of the naive sum-of-squares formula
+ * and vectorises (the declared per-element Chan update divides); tiles are merged with
+ * the declared combine. Tile: shift[L], s1[L], s2[L]. */
+static void var_from_shifted(const double *acc, int64_t L, int64_t j, int64_t n, ptl_red_acc_var *m) {
     double sh = acc[j], s1 = acc[L + j], s2 = acc[2 * L + j];
-    *mean = sh + s1 / (double)n;
+    m->n = (double)n;
+    m->mean = sh + s1 / (double)n;
     double v = s2 - s1 * s1 / (double)n;
-    *m2 = v < 0 ? 0 : v; /* rounding can dip below 0; a NaN must stay NaN */
+    m->m2 = v < 0 ? 0 : v; /* rounding can dip below 0; a NaN must stay NaN */
 }
-static void ccomb_var(void *a, const void *b, int64_t L, int64_t na, int64_t nb) {
-    double *x = (double *)a;
-    const double *y = (const double *)b;
-    for (int64_t j = 0; j < L; j++) {
-        rstate s = {0};
-        double mb, m2b;
-        var_from_shifted(x, L, j, na, &s.d, &s.m2);
-        s.n = na;
-        var_from_shifted(y, L, j, nb, &mb, &m2b);
-        chan_merge(&s, nb, mb, m2b);
-        /* store back in shifted form: shift = mean, s1 = 0, s2 = M2 */
-        x[j] = s.d;
-        x[L + j] = 0;
-        x[2 * L + j] = s.m2;
-    }
-}
-static void cstate_var(const void *acc, int64_t L, int64_t j, int64_t nrows, rstate *s) {
-    memset(s, 0, sizeof *s);
-    s->n = nrows;
-    var_from_shifted((const double *)acc, L, j, nrows, &s->d, &s->m2);
-}
+#define DEF_FAST_VAR_COL(SFX, ST, LOAD)                                                             \
+    PTL_HOT static void var_col_##SFX(void *accv, int64_t L, const char *p, int64_t cst, int64_t rst, \
+                                      int64_t nrows, int64_t r0, int first, const char *aux,       \
+                                      int64_t ast, int adt, double parg) {                         \
+        (void)r0; (void)aux; (void)ast; (void)adt; (void)parg;                                     \
+        double *restrict sh = (double *)accv, *restrict s1 = sh + L, *restrict s2 = sh + 2 * L;    \
+        int64_t r = 0;                                                                             \
+        if (first) {                                                                               \
+            for (int64_t j = 0; j < L; j++) {                                                      \
+                sh[j] = LOAD(*(const ST *)(p + j * cst));                                          \
+                s1[j] = 0;                                                                         \
+                s2[j] = 0;                                                                         \
+            }                                                                                      \
+            r = 1;                                                                                 \
+        }                                                                                          \
+        for (; r < nrows; r++) {                                                                   \
+            const char *q = p + r * rst;                                                           \
+            if (cst == (int64_t)sizeof(ST)) {                                                      \
+                const ST *restrict qq = (const ST *)q;                                             \
+                for (int64_t j = 0; j < L; j++) {                                                  \
+                    double d = (double)LOAD(qq[j]) - sh[j];                                        \
+                    s1[j] += d;                                                                    \
+                    s2[j] += d * d;                                                                \
+                }                                                                                  \
+            } else {                                                                               \
+                for (int64_t j = 0; j < L; j++) {                                                  \
+                    double d = (double)LOAD(*(const ST *)(q + j * cst)) - sh[j];                   \
+                    s1[j] += d;                                                                    \
+                    s2[j] += d * d;                                                                \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    static void var_ccomb_##SFX(void *a, const void *b, int64_t L, int64_t na, int64_t nb) {       \
+        double *x = (double *)a;                                                                   \
+        const double *y = (const double *)b;                                                       \
+        for (int64_t j = 0; j < L; j++) {                                                          \
+            ptl_red_acc_var ma, mb;                                                                \
+            var_from_shifted(x, L, j, na, &ma);                                                    \
+            var_from_shifted(y, L, j, nb, &mb);                                                    \
+            ma = ptl_red_combine_var_##SFX(ma, mb);                                                \
+            /* back in shifted form: shift = mean, s1 = 0, s2 = M2 */                              \
+            x[j] = ma.mean;                                                                        \
+            x[L + j] = 0;                                                                          \
+            x[2 * L + j] = ma.m2;                                                                  \
+        }                                                                                          \
+    }                                                                                              \
+    static void var_cstate_##SFX(const void *acc, int64_t L, int64_t j, int64_t nrows,             \
+                                 ptl_red_state *s) {                                               \
+        ptl_red_acc_var m;                                                                         \
+        memset(s, 0, sizeof *s);                                                                   \
+        var_from_shifted((const double *)acc, L, j, nrows, &m);                                    \
+        memcpy(s->acc.bytes, &m, sizeof m);                                                        \
+    }                                                                                              \
+    const ptl_red_colpath ptl_red_fast_var_col_##SFX = {var_col_##SFX, var_ccomb_##SFX, var_cstate_##SFX, 24};
+#define LOAD_F16(v) ptl_h2f(v)
+#define LOAD_BF16(v) ptl_bf2f(v)
+#define LOAD_F(v) (v)
+DEF_FAST_VAR_COL(f16, uint16_t, LOAD_F16)
+DEF_FAST_VAR_COL(bf16, uint16_t, LOAD_BF16)
+DEF_FAST_VAR_COL(f32, float, LOAD_F)
+DEF_FAST_VAR_COL(f64, double, LOAD_F)
 
-#define DEF_VAR_FAST(SFX, T, SUMFN, SQFN)                                                         \
-    static void row_var_##SFX(const char *p, int64_t n, int64_t st, int64_t idx0, rstate *s,     \
-                              double parg) {                                                     \
-        if (st != (int64_t)sizeof(T)) {                                                          \
-            row_K_VAR_##SFX(p, n, st, idx0, s, parg);                                            \
-            return;                                                                              \
-        }                                                                                        \
-        const T *q = (const T *)p;                                                               \
-        for (int64_t b = 0; b < n; b += VAR_BLOCK) {                                             \
-            int64_t len = n - b < VAR_BLOCK ? n - b : VAR_BLOCK;                                 \
-            double mean = SUMFN(q + b, len) / (double)len;                                       \
-            chan_merge(s, len, mean, SQFN(q + b, len, mean));                                    \
-        }                                                                                        \
-    }
-DEF_VAR_FAST(f32, float, sum_f32_contig, sqdev_f32_contig)
-DEF_VAR_FAST(f64, double, sum_f64_contig, sqdev_f64_contig)
+/* ---- the plan ---------------------------------------------------------------------------- */
 
-/* ---- the table: kind x dtype -> functions -------------------------------------------- */
-
-#define SUMK_ENTRY(KIND, SFX, ROW, RINIT, RCOMB, CCOMB, CSTATE)                               \
-    static const kind_fns fns_##KIND##_##SFX = {RINIT, ROW, RCOMB, col_##KIND##_##SFX, CCOMB, CSTATE, 8};
-
-#define ENTRIES_ALL(SFX, ST, VT, ISF) ENTRIES_##ISF(SFX)
-#define ENTRIES_0(SFX)                                                                         \
-    SUMK_ENTRY(K_SUM, SFX, row_K_SUM_##SFX, rinit_zero, rcomb_sum, ccomb_sum_i, cstate_i)      \
-    SUMK_ENTRY(K_PROD, SFX, row_K_PROD_##SFX, rinit_one, rcomb_prod, ccomb_prod_i, cstate_i)   \
-    SUMK_ENTRY(K_NZ, SFX, row_K_NZ_##SFX, rinit_zero, rcomb_sum, ccomb_sum_i, cstate_i)        \
-    EXT_ENTRY(K_MAX, SFX) EXT_ENTRY(K_MIN, SFX) ARG_ENTRY(K_ARGMAX, SFX) ARG_ENTRY(K_ARGMIN, SFX)
-#define ENTRIES_1(SFX)                                                                         \
-    SUMK_ENTRY(K_PROD, SFX, row_K_PROD_##SFX, rinit_one, rcomb_prod, ccomb_prod_d, cstate_d)   \
-    SUMK_ENTRY(K_NZ, SFX, row_K_NZ_##SFX, rinit_zero, rcomb_sum, ccomb_sum_i, cstate_i)        \
-    SUMK_ENTRY(K_NANSUM, SFX, row_K_NANSUM_##SFX, rinit_zero, rcomb_sum, ccomb_sum_d, cstate_d) \
-    SUMK_ENTRY(K_ABS, SFX, row_K_ABS_##SFX, rinit_zero, rcomb_sum, ccomb_sum_d, cstate_d)      \
-    SUMK_ENTRY(K_SQ, SFX, row_K_SQ_##SFX, rinit_zero, rcomb_sum, ccomb_sum_d, cstate_d)        \
-    SUMK_ENTRY(K_POW, SFX, row_K_POW_##SFX, rinit_zero, rcomb_sum, ccomb_sum_d, cstate_d)      \
-    static const kind_fns fns_K_EXP_##SFX = {rinit_zero, row_K_EXP_row_only_##SFX, rcomb_sum,    \
-                                             col_K_EXP_##SFX, ccomb_sum_d, cstate_exp, 16};      \
-    static const kind_fns fns_K_NANMEAN_##SFX = {rinit_zero, row_K_NANMEAN_##SFX, rcomb_sum,     \
-                                                 col_K_NANMEAN_##SFX, ccomb_nanmean, cstate_nanmean, 16}; \
-    EXT_ENTRY(K_MAX, SFX) EXT_ENTRY(K_MIN, SFX) EXT_ENTRY(K_MAXABS, SFX) EXT_ENTRY(K_MINABS, SFX) \
-    ARG_ENTRY(K_ARGMAX, SFX) ARG_ENTRY(K_ARGMIN, SFX)
-#define EXT_ENTRY(KIND, SFX)                                                                   \
-    static const kind_fns fns_##KIND##_##SFX = {rinit_zero, EXT_ROW_##KIND(SFX), rcomb_##KIND##_##SFX, \
-                                                col_##KIND##_##SFX, ccomb_##KIND##_##SFX,            \
-                                                cstate_##KIND##_##SFX, 8};
-#define ARG_ENTRY(KIND, SFX)                                                                   \
-    static const kind_fns fns_##KIND##_##SFX = {rinit_arg, ARG_ROW_##KIND(SFX), rcomb_##KIND##_##SFX, \
-                                                col_##KIND##_##SFX, ccomb_##KIND##_##SFX,            \
-                                                cstate_##KIND##_##SFX, 16};
-
-/* the row functions that have a hand-vectorised float32/float64 version */
-#define FAST_ROW(SFX, GENERIC, FAST32, FAST64) FAST_ROW_##SFX(GENERIC, FAST32, FAST64)
-#define FAST_ROW_b8(G, A, B) G
-#define FAST_ROW_u8(G, A, B) G
-#define FAST_ROW_i8(G, A, B) G
-#define FAST_ROW_i16(G, A, B) G
-#define FAST_ROW_i32(G, A, B) G
-#define FAST_ROW_i64(G, A, B) G
-#define FAST_ROW_f16(G, A, B) G
-#define FAST_ROW_bf16(G, A, B) G
-#define FAST_ROW_f32(G, A, B) A
-#define FAST_ROW_f64(G, A, B) B
-#define EXT_ROW_K_MAX(SFX) FAST_ROW(SFX, row_K_MAX_##SFX, row_max_f32, row_max_f64)
-#define EXT_ROW_K_MIN(SFX) FAST_ROW(SFX, row_K_MIN_##SFX, row_min_f32, row_min_f64)
-#define EXT_ROW_K_MAXABS(SFX) row_K_MAXABS_##SFX
-#define EXT_ROW_K_MINABS(SFX) row_K_MINABS_##SFX
-#define ARG_ROW_K_ARGMAX(SFX) FAST_ROW(SFX, row_K_ARGMAX_##SFX, row_argmax_f32, row_argmax_f64)
-#define ARG_ROW_K_ARGMIN(SFX) FAST_ROW(SFX, row_K_ARGMIN_##SFX, row_argmin_f32, row_argmin_f64)
-
-ALL_DTYPES(ENTRIES_ALL)
-
-static const kind_fns fns_K_SUM_f16 = {rinit_zero, row_K_SUM_f16, rcomb_sum, col_K_SUM_f16, ccomb_sum_d, cstate_d, 8};
-static const kind_fns fns_K_SUM_bf16 = {rinit_zero, row_K_SUM_bf16, rcomb_sum, col_K_SUM_bf16, ccomb_sum_d, cstate_d, 8};
-static const kind_fns fns_K_SUM_f32 = {rinit_zero, row_sum_f32, rcomb_sum, col_K_SUM_f32, ccomb_sum_d, cstate_d, 8};
-static const kind_fns fns_K_SUM_f64 = {rinit_zero, row_sum_f64, rcomb_sum, col_K_SUM_f64, ccomb_sum_d, cstate_d, 8};
-static const kind_fns fns_K_VAR_f16 = {rinit_zero, row_K_VAR_f16, rcomb_var, col_K_VAR_f16, ccomb_var, cstate_var, 24};
-static const kind_fns fns_K_VAR_bf16 = {rinit_zero, row_K_VAR_bf16, rcomb_var, col_K_VAR_bf16, ccomb_var, cstate_var, 24};
-static const kind_fns fns_K_VAR_f32 = {rinit_zero, row_var_f32, rcomb_var, col_K_VAR_f32, ccomb_var, cstate_var, 24};
-static const kind_fns fns_K_VAR_f64 = {rinit_zero, row_var_f64, rcomb_var, col_K_VAR_f64, ccomb_var, cstate_var, 24};
-
-#define ROW_ALL(KIND) {&fns_##KIND##_b8, &fns_##KIND##_u8, &fns_##KIND##_i8, &fns_##KIND##_i16, \
-                       &fns_##KIND##_i32, &fns_##KIND##_i64, &fns_##KIND##_f16, &fns_##KIND##_bf16, \
-                       &fns_##KIND##_f32, &fns_##KIND##_f64}
-#define ROW_FLOAT(KIND) {0, 0, 0, 0, 0, 0, &fns_##KIND##_f16, &fns_##KIND##_bf16, &fns_##KIND##_f32, \
-                         &fns_##KIND##_f64}
-
-static const kind_fns *const kind_table[K_NUM][PTL_NUM_DTYPES] = {
-    [K_SUM] = ROW_ALL(K_SUM),
-    [K_PROD] = ROW_ALL(K_PROD),
-    [K_NZ] = ROW_ALL(K_NZ),
-    [K_NANSUM] = ROW_FLOAT(K_NANSUM),
-    [K_ABS] = ROW_FLOAT(K_ABS),
-    [K_SQ] = ROW_FLOAT(K_SQ),
-    [K_POW] = ROW_FLOAT(K_POW),
-    [K_EXP] = ROW_FLOAT(K_EXP),
-    [K_NANMEAN] = ROW_FLOAT(K_NANMEAN),
-    [K_MAX] = ROW_ALL(K_MAX),
-    [K_MIN] = ROW_ALL(K_MIN),
-    [K_MAXABS] = ROW_FLOAT(K_MAXABS),
-    [K_MINABS] = ROW_FLOAT(K_MINABS),
-    [K_ARGMAX] = ROW_ALL(K_ARGMAX),
-    [K_ARGMIN] = ROW_ALL(K_ARGMIN),
-    [K_VAR] = ROW_FLOAT(K_VAR),
-};
-
-static int kind_of(int op, int dt, double arg) {
-    int isf = dt >= PTL_F16;
-    switch (op) {
-        case R_SUM: case R_MEAN: return K_SUM;
-        case R_PROD: return K_PROD;
-        case R_NANSUM: return isf ? K_NANSUM : K_SUM;
-        case R_NANMEAN: return K_NANMEAN;
-        case R_COUNT_NZ: case R_ALL: case R_ANY: return K_NZ;
-        case R_NORM:
-            if (arg == 0) return K_NZ;
-            if (arg == 1) return K_ABS;
-            if (arg == 2) return K_SQ;
-            if (arg == INFINITY) return K_MAXABS;
-            if (arg == -INFINITY) return K_MINABS;
-            return K_POW;
-        case R_LOGSUMEXP: return K_EXP;
-        case R_AMAX: return K_MAX;
-        case R_AMIN: return K_MIN;
-        case R_MAX: case R_ARGMAX: return K_ARGMAX;
-        case R_MIN: case R_ARGMIN: return K_ARGMIN;
-        case R_VAR: case R_STD: return K_VAR;
-        default: return -1;
-    }
-}
-
-/* ---- finishing one output element --------------------------------------------------- */
+int ptl_red_fast_enabled = -1; /* read from PTL_REDUCE_GENERIC at the first reduction */
 
 typedef struct {
-    int op, kind, dt, odt, adt, isf;
+    const ptl_red_instance *f;
+    const ptl_red_colpath *cp; /* f->col, or f->col_generic when the fast paths are off */
+    int dt, odt, adt;
     double arg;
-    const kind_fns *f;
     int nk, nr;
     int64_t ksz[PTL_MAX_DIMS], kis[PTL_MAX_DIMS], kos[PTL_MAX_DIMS], kas[PTL_MAX_DIMS];
     int64_t rsz[PTL_MAX_DIMS], ris[PTL_MAX_DIMS];
@@ -1186,57 +562,14 @@ typedef struct {
     char *in, *out, *aux;
 } rplan;
 
-static void finish(const rplan *p, const rstate *s, char *out, char *aux) {
-    int64_t N = p->N;
-    switch (p->op) {
-        case R_SUM: case R_NANSUM: case R_PROD:
-            if (p->isf) store_d(out, p->odt, s->d);
-            else store_i(out, p->odt, s->i);
-            break;
-        case R_MEAN: store_d(out, p->odt, s->d / (double)N); break;
-        case R_NANMEAN: store_d(out, p->odt, s->d / (double)s->i); break;
-        case R_COUNT_NZ: store_i(out, p->odt, s->i); break;
-        case R_ALL: store_i(out, p->odt, s->i == N); break;
-        case R_ANY: store_i(out, p->odt, s->i > 0); break;
-        case R_NORM:
-            switch (p->kind) {
-                case K_NZ: store_d(out, p->odt, (double)s->i); break;
-                case K_SQ: store_d(out, p->odt, sqrt(s->d)); break;
-                case K_POW: store_d(out, p->odt, pow(s->d, 1.0 / p->arg)); break;
-                default: store_d(out, p->odt, s->d); break;
-            }
-            break;
-        case R_LOGSUMEXP: store_d(out, p->odt, log(s->d) + s->shift); break;
-        case R_AMAX: case R_AMIN:
-            if (p->isf) store_d(out, p->odt, s->d);
-            else store_i(out, p->odt, s->i);
-            break;
-        case R_MAX: case R_MIN:
-            if (p->isf) store_d(out, p->odt, s->d);
-            else store_i(out, p->odt, s->i);
-            *(int64_t *)aux = s->n < 0 ? 0 : s->n;
-            break;
-        case R_ARGMAX: case R_ARGMIN: *(int64_t *)out = s->n < 0 ? 0 : s->n; break;
-        case R_VAR: case R_STD: {
-            double dof = (double)N - p->arg;
-            double v = s->m2 / (dof > 0 ? dof : 0.0);
-            if (N == 0) v = NAN;
-            store_d(out, p->odt, p->op == R_STD ? sqrt(v) : v);
-            if (aux) store_d(aux, p->adt, N == 0 ? NAN : s->d);
-            break;
-        }
-    }
+static void finish(const rplan *p, const ptl_red_state *s, char *out, char *aux) {
+    p->f->finish(s, p->N, p->arg, out, p->odt, aux, p->adt);
 }
 
-static void init_state(const rplan *p, rstate *s, const char *aux) {
-    p->f->rinit(s);
-    if (p->op == R_LOGSUMEXP && aux && p->N > 0) {
-        double m = load_as_double(aux, p->adt);
-        s->shift = isinf(m) ? 0.0 : m;
-    }
+/* an aux input (logsumexp's shift) is read only when there is something to reduce */
+static void init_state(const rplan *p, ptl_red_state *s, const char *aux) {
+    p->f->init(s, p->N > 0 ? aux : NULL, p->adt);
 }
-
-/* ---- the plan -------------------------------------------------------------------------- */
 
 static int64_t stride_key(int64_t s) { return s == 0 ? INT64_MAX : (s < 0 ? -s : s); }
 
@@ -1345,7 +678,7 @@ static void kept_offsets(const rplan *p, int first_dim, int64_t o, int64_t *ioff
 }
 
 /* reduce the flattened reduced-index range [rb, re) of one output into s */
-static void reduce_range(const rplan *p, const char *base, int64_t rb, int64_t re, rstate *s) {
+static void reduce_range(const rplan *p, const char *base, int64_t rb, int64_t re, ptl_red_state *s) {
     if (p->nr == 1) { /* the common case, without the index arithmetic (two divisions a row) */
         p->f->row(base + rb * p->ris[0], re - rb, p->ris[0], rb, s, p->arg);
         return;
@@ -1374,22 +707,17 @@ static void reduce_range(const rplan *p, const char *base, int64_t rb, int64_t r
 typedef struct {
     int64_t o;     /* output (row path) or work item (column path); -1: none */
     int64_t count; /* reduced elements covered (column path) */
-    rstate s;
+    ptl_red_state s;
     void *acc;
 } partial;
 
 /* ---- row path ------------------------------------------------------------------------- */
 
-/* Contiguous float32/float64 rows summed (or averaged) into the same dtype: whole rows
- * skip the state, the table calls and `finish`, which matter when rows are short. */
-static int row_fast_sum(const rplan *p) {
-    return !p->aux && p->nr == 1 && (p->op == R_SUM || p->op == R_MEAN) && p->odt == p->dt &&
-           ((p->dt == PTL_F32 && p->ris[0] == 4) || (p->dt == PTL_F64 && p->ris[0] == 8));
-}
-
 static void row_run(const rplan *p, int64_t b, int64_t e, partial *head, partial *tail) {
     int64_t N = p->N;
-    const int fast = row_fast_sum(p), mean = p->op == R_MEAN;
+    /* one run per output: whole outputs along the innermost kept dim go to the instance in
+     * one call (state, loop and typed store together), which matters when rows are short */
+    const int whole = p->nr == 1;
     int64_t o = b / N, r = b % N;
     int64_t kidx[PTL_MAX_DIMS], rem = o;
     int64_t ioff = 0, ooff = 0, aoff = 0;
@@ -1403,29 +731,38 @@ static void row_run(const rplan *p, int64_t b, int64_t e, partial *head, partial
     while (b < e) {
         int64_t re = (e - b < N - r) ? r + (e - b) : N;
         char *auxp = p->aux ? p->aux + aoff : NULL;
-        if (fast && r == 0 && re == N) {
-            if (p->dt == PTL_F32) {
-                double v = sum_f32_contig((const float *)(p->in + ioff), N);
-                *(float *)(p->out + ooff) = (float)(mean ? v / (double)N : v);
-            } else {
-                double v = sum_f64_contig((const double *)(p->in + ioff), N);
-                *(double *)(p->out + ooff) = mean ? v / (double)N : v;
+        if (whole && r == 0 && re == N) {
+            int64_t count = (e - b) / N;
+            if (p->nk == 0) {
+                count = 1;
+            } else if (count > p->ksz[0] - kidx[0]) {
+                count = p->ksz[0] - kidx[0];
             }
-            goto next;
-        }
-        rstate s;
-        init_state(p, &s, auxp);
-        reduce_range(p, p->in + ioff, r, re, &s);
-        if (r == 0 && re == N) {
-            finish(p, &s, p->out + ooff, auxp);
-        } else if (r != 0) {
-            head->o = o;
-            head->s = s;
+            p->f->rows(p->in + ioff, N, p->ris[0], count, p->nk ? p->kis[0] : 0, p->arg, p->out + ooff,
+                       p->nk ? p->kos[0] : 0, p->odt, auxp, p->nk ? p->kas[0] : 0, p->adt);
+            /* the last of them is the current output: the loop below moves past it */
+            b += (count - 1) * N;
+            o += count - 1;
+            if (p->nk) {
+                kidx[0] += count - 1;
+                ioff += (count - 1) * p->kis[0];
+                ooff += (count - 1) * p->kos[0];
+                aoff += (count - 1) * p->kas[0];
+            }
         } else {
-            tail->o = o;
-            tail->s = s;
+            ptl_red_state s;
+            init_state(p, &s, auxp);
+            reduce_range(p, p->in + ioff, r, re, &s);
+            if (r == 0 && re == N) {
+                finish(p, &s, p->out + ooff, auxp);
+            } else if (r != 0) {
+                head->o = o;
+                head->s = s;
+            } else {
+                tail->o = o;
+                tail->s = s;
+            }
         }
-    next:
         b += re - r;
         r = 0;
         o++;
@@ -1491,7 +828,7 @@ static void col_item(const rplan *p, const colgeom *g, int64_t item, int64_t rb,
         for (int d = 0; d < p->nr; d++) q += idx[d] * p->ris[d];
         int64_t n = p->rsz[0] - idx[0];
         if (n > re - rb) n = re - rb;
-        p->f->col(acc, tl, q, p->kis[0], p->ris[0], n, rb, first, auxp, p->kas[0], p->adt, p->arg);
+        p->cp->col(acc, tl, q, p->kis[0], p->ris[0], n, rb, first, auxp, p->kas[0], p->adt, p->arg);
         first = 0;
         rb += n;
         idx[0] += n;
@@ -1502,48 +839,6 @@ static void col_item(const rplan *p, const colgeom *g, int64_t item, int64_t rb,
     }
 }
 
-/* The common column results written by one tight loop each, instead of one call of
- * `finish` per element (which costs more than the reduction itself when few rows are
- * reduced into many columns). Returns 0 where the general path must run. */
-static int col_finish_fast(const rplan *p, const void *acc, int64_t tl, char *out, int64_t ost) {
-    if (p->aux) return 0;
-    int op = p->op, kind = p->kind;
-    if ((op == R_SUM || op == R_NANSUM || op == R_MEAN || (op == R_NORM && (kind == K_ABS || kind == K_SQ))) &&
-        p->isf) {
-        const double *a = (const double *)acc;
-        double n = (double)p->N;
-        int mean = op == R_MEAN, root = kind == K_SQ;
-        if (p->odt == PTL_F32) {
-            for (int64_t j = 0; j < tl; j++) {
-                double v = mean ? a[j] / n : a[j];
-                *(float *)(out + j * ost) = (float)(root ? sqrt(v) : v);
-            }
-            return 1;
-        }
-        if (p->odt == PTL_F64) {
-            for (int64_t j = 0; j < tl; j++) {
-                double v = mean ? a[j] / n : a[j];
-                *(double *)(out + j * ost) = root ? sqrt(v) : v;
-            }
-            return 1;
-        }
-        return 0;
-    }
-    if ((op == R_SUM || op == R_NANSUM || op == R_COUNT_NZ) && !p->isf && p->odt == PTL_I64) {
-        const int64_t *a = (const int64_t *)acc;
-        for (int64_t j = 0; j < tl; j++) *(int64_t *)(out + j * ost) = a[j];
-        return 1;
-    }
-    if ((op == R_AMAX || op == R_AMIN) && p->odt == p->dt && (p->dt == PTL_F32 || p->dt == PTL_F64)) {
-        if (p->dt == PTL_F32)
-            for (int64_t j = 0; j < tl; j++) *(float *)(out + j * ost) = ((const float *)acc)[j];
-        else
-            for (int64_t j = 0; j < tl; j++) *(double *)(out + j * ost) = ((const double *)acc)[j];
-        return 1;
-    }
-    return 0;
-}
-
 static void col_finish(const rplan *p, const colgeom *g, int64_t item, const void *acc) {
     int64_t tile = item % g->ntiles, ko = item / g->ntiles;
     int64_t j0 = tile * g->TL, tl = g->L - j0 < g->TL ? g->L - j0 : g->TL;
@@ -1551,10 +846,16 @@ static void col_finish(const rplan *p, const colgeom *g, int64_t item, const voi
     kept_offsets(p, 1, ko, &ioff, &ooff, &aoff);
     char *out = p->out + ooff + j0 * p->kos[0];
     char *aux = p->aux ? p->aux + aoff + j0 * p->kas[0] : NULL;
-    if (col_finish_fast(p, acc, tl, out, p->kos[0])) return;
+    /* the tile of the generic layout straight into the declared output dtype: one loop
+     * instead of one call of `finish` per element (which costs more than the reduction
+     * itself when few rows are reduced into many columns) */
+    if (p->cp == p->f->col_generic && p->odt == p->f->out_dtype && !(aux && (p->f->flags & PTL_RED_AUX_OUT))) {
+        p->f->cfinish(acc, tl, p->N, p->arg, out, p->kos[0]);
+        return;
+    }
     for (int64_t j = 0; j < tl; j++) {
-        rstate s;
-        p->f->cstate(acc, tl, j, p->N, &s);
+        ptl_red_state s;
+        p->cp->cstate(acc, tl, j, p->N, &s);
         finish(p, &s, out + j * p->kos[0], aux ? aux + j * p->kas[0] : NULL);
     }
 }
@@ -1562,7 +863,7 @@ static void col_finish(const rplan *p, const colgeom *g, int64_t item, const voi
 /* bufs: three tile buffers (work, head, tail) */
 static void col_run(const rplan *p, const colgeom *g, int64_t b, int64_t e, char *bufs, partial *head,
                     partial *tail) {
-    int64_t N = p->N, bufsize = g->TL * p->f->acc_bytes;
+    int64_t N = p->N, bufsize = g->TL * p->cp->acc_bytes;
     int64_t item = b / N, r = b % N;
     while (b < e) {
         int64_t re = (e - b < N - r) ? r + (e - b) : N;
@@ -1601,7 +902,7 @@ static void col_merge(const rplan *p, const colgeom *g, partial *parts, int np) 
         if (k == np) break;
         if (have) {
             int64_t j0 = (cur.o % g->ntiles) * g->TL, tl = g->L - j0 < g->TL ? g->L - j0 : g->TL;
-            p->f->ccomb(cur.acc, parts[k].acc, tl, cur.count, parts[k].count);
+            p->cp->ccomb(cur.acc, parts[k].acc, tl, cur.count, parts[k].count);
             cur.count += parts[k].count;
         } else {
             cur = parts[k];
@@ -1616,30 +917,29 @@ static void col_merge(const rplan *p, const colgeom *g, partial *parts, int np) 
  * of max/min, the mean output of var/std (optional), the shift (max) input of logsumexp.
  * arg: var/std correction, norm's p. */
 int ptl_reduce(int op, const ptl_tensor *in, const ptl_tensor *out, const ptl_tensor *aux, double arg) {
+    if (ptl_red_fast_enabled < 0) {
+        const char *g = getenv("PTL_REDUCE_GENERIC");
+        ptl_red_fast_enabled = !(g && *g && *g != '0');
+    }
     if (op < 0 || op >= R_NUM_OPS) return PTL_ERR_ARG;
     if (in->dtype < 0 || in->dtype >= PTL_NUM_DTYPES || out->dtype < 0 || out->dtype >= PTL_NUM_DTYPES ||
         (aux && (aux->dtype < 0 || aux->dtype >= PTL_NUM_DTYPES)))
         return PTL_ERR_DTYPE;
-    if ((op == R_MAX || op == R_MIN) && (!aux || aux->dtype != PTL_I64)) return PTL_ERR_ARG;
-    if ((op == R_ARGMAX || op == R_ARGMIN) && out->dtype != PTL_I64) return PTL_ERR_ARG;
     rplan p;
     memset(&p, 0, sizeof p);
-    p.op = op;
+    p.f = ptl_red_lookup(op, in->dtype, arg);
+    if (!p.f) return PTL_ERR_DTYPE;
+    if (p.f->aux_dtype >= 0 && (!aux || aux->dtype != p.f->aux_dtype)) return PTL_ERR_ARG;
+    p.cp = ptl_red_fast_enabled ? p.f->col : p.f->col_generic;
     p.dt = in->dtype;
     p.odt = out->dtype;
     p.adt = aux ? aux->dtype : 0;
-    p.isf = in->dtype >= PTL_F16;
     p.arg = arg;
-    p.kind = kind_of(op, in->dtype, arg);
-    if (p.kind < 0) return PTL_ERR_ARG;
-    p.f = kind_table[p.kind][in->dtype];
-    if (!p.f) return PTL_ERR_DTYPE;
     int st = build_plan(&p, in, out, aux);
     if (st != PTL_OK) return st;
     if (p.M == 0) return PTL_OK;
-    if (op == R_LOGSUMEXP && !p.aux && p.N > 0) return PTL_ERR_ARG;
-    if (p.N == 0 && (p.kind == K_MAX || p.kind == K_MIN || p.kind == K_MAXABS || p.kind == K_MINABS ||
-                     p.kind == K_ARGMAX || p.kind == K_ARGMIN))
+    if ((p.f->flags & PTL_RED_AUX_IN) && !p.aux && p.N > 0) return PTL_ERR_ARG;
+    if (p.N == 0 && (p.f->flags & PTL_RED_NO_IDENTITY))
         return PTL_ERR_INDEX; /* no identity: the caller raises PyTorch's message first */
 
     /* column path when a kept dim moves fastest in memory, or the reduced rows are too
@@ -1666,7 +966,7 @@ int ptl_reduce(int op, const ptl_tensor *in, const ptl_tensor *out, const ptl_te
             for (int64_t o = 0; o < p.M; o++) {
                 int64_t ioff, ooff, aoff;
                 kept_offsets(&p, 0, o, &ioff, &ooff, &aoff);
-                rstate s;
+                ptl_red_state s;
                 init_state(&p, &s, p.aux ? p.aux + aoff : NULL);
                 finish(&p, &s, p.out + ooff, p.aux ? p.aux + aoff : NULL);
             }
@@ -1687,11 +987,11 @@ int ptl_reduce(int op, const ptl_tensor *in, const ptl_tensor *out, const ptl_te
     } else {
         colgeom g;
         g.L = p.ksz[0];
-        g.TL = TILE_BYTES / p.f->acc_bytes;
+        g.TL = TILE_BYTES / p.cp->acc_bytes;
         if (g.L <= g.TL + g.TL / 2) g.TL = g.L; /* a tile a bit too big beats a sliver of a second one */
         g.ntiles = (g.L + g.TL - 1) / g.TL;
         g.items = (p.M / g.L) * g.ntiles;
-        int64_t bufsize = g.TL * p.f->acc_bytes;
+        int64_t bufsize = g.TL * p.cp->acc_bytes;
         char *bufs = (char *)malloc((size_t)(3 * bufsize * nthreads));
         if (!bufs) {
             free(parts);

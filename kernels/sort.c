@@ -22,6 +22,7 @@
  * distinct: a bounded heap when k is small against the row, quickselect otherwise.
  */
 #include "ptl.h"
+#include "../generated/reductions.h"
 
 #include <stdlib.h>
 #ifdef _OPENMP
@@ -677,9 +678,7 @@ int ptl_select(int op, const ptl_tensor *in, const ptl_tensor *values, const ptl
     return status;
 }
 
-/* ---- scans -------------------------------------------------------------------------------- */
-
-enum { SCAN_CUMSUM = 0, SCAN_CUMPROD = 1, SCAN_CUMMAX = 2, SCAN_CUMMIN = 3, SCAN_LOGCUMSUMEXP = 4 };
+/* ---- element access by dtype code --------------------------------------------------------- */
 
 static inline double ld_d(const char *p, int dt) {
     switch (dt) {
@@ -707,63 +706,20 @@ static inline int64_t ld_i(const char *p, int dt) {
     }
 }
 
-static inline void st_d(char *p, int dt, double v) {
-    switch (dt) {
-        case PTL_F16: { uint16_t h = ptl_f2h((float)v); memcpy(p, &h, 2); break; }
-        case PTL_BF16: { uint16_t h = ptl_f2bf((float)v); memcpy(p, &h, 2); break; }
-        case PTL_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
-        default: memcpy(p, &v, 8); break;
-    }
-}
+/* ---- scans --------------------------------------------------------------------------------
+ * What each scan computes is declared in ops.yaml (`- scan:` entries: cumsum, cumprod,
+ * cummax, cummin, logcumsumexp); codegen writes the per-dtype row and lane loops
+ * (generated/reductions.c). This part splits the work. */
 
-static inline void st_i(char *p, int dt, int64_t v) {
-    switch (dt) {
-        case PTL_BOOL: *(uint8_t *)p = v != 0; break;
-        case PTL_U8: *(uint8_t *)p = (uint8_t)v; break;
-        case PTL_I8: *(int8_t *)p = (int8_t)v; break;
-        case PTL_I16: { int16_t x = (int16_t)v; memcpy(p, &x, 2); break; }
-        case PTL_I32: { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
-        default: memcpy(p, &v, 8); break;
-    }
-}
-
-static inline double lse2(double r, double x) {
-    if (isnan(x) || isnan(r)) return NAN;
-    if (x == -INFINITY) return r;
-    if (r == -INFINITY || x == INFINITY) return x;
-    if (r == INFINITY) return r;
-    double hi = r > x ? r : x, lo = r > x ? x : r;
-    return hi + log1p(exp(lo - hi));
-}
-
-/* one scan step for one lane; the state is (d, i) plus the index of the extreme */
-#define SCAN_STEP_F(op, acc, x, j, ai)                                                      \
-    do {                                                                                  \
-        if ((j) == 0) { acc = x; ai = 0; }                                                \
-        else if ((op) == SCAN_CUMSUM) acc += x;                                           \
-        else if ((op) == SCAN_CUMPROD) acc *= x;                                          \
-        else if ((op) == SCAN_CUMMAX) { if (isnan(x) || (!isnan(acc) && x >= acc)) { acc = x; ai = j; } } \
-        else if ((op) == SCAN_CUMMIN) { if (isnan(x) || (!isnan(acc) && x <= acc)) { acc = x; ai = j; } } \
-        else acc = lse2(acc, x);                                                          \
-    } while (0)
-
-#define SCAN_STEP_I(op, acc, x, j, ai)                                                      \
-    do {                                                                                  \
-        if ((j) == 0) { acc = x; ai = 0; }                                                \
-        else if ((op) == SCAN_CUMSUM) acc = (int64_t)((uint64_t)acc + (uint64_t)x);       \
-        else if ((op) == SCAN_CUMPROD) acc = (int64_t)((uint64_t)acc * (uint64_t)x);      \
-        else if ((op) == SCAN_CUMMAX) { if (x >= acc) { acc = x; ai = j; } }              \
-        else { if (x <= acc) { acc = x; ai = j; } }                                       \
-    } while (0)
-
-/* in, out (and idx for cummax/cummin) are contiguous, of the same shape; out has in's
- * dtype. The scan runs along dim: the shape is seen as (outer, n, inner). */
+/* in, out (and idx for scans that carry an index) are contiguous, of the same shape; out
+ * has in's dtype. The scan runs along dim: the shape is seen as (outer, n, inner). */
 int ptl_scan(int op, const ptl_tensor *in, const ptl_tensor *out, const ptl_tensor *idx, int dim) {
-    if (op < 0 || op > SCAN_LOGCUMSUMEXP) return PTL_ERR_ARG;
+    if (op < 0 || op >= SCAN_NUM_OPS) return PTL_ERR_ARG;
     if (in->ndim < 0 || in->ndim > PTL_MAX_DIMS || out->ndim != in->ndim) return PTL_ERR_NDIM;
     if (in->dtype < 0 || in->dtype >= PTL_NUM_DTYPES || out->dtype != in->dtype) return PTL_ERR_DTYPE;
-    int withidx = op == SCAN_CUMMAX || op == SCAN_CUMMIN;
-    if (withidx && (!idx || idx->dtype != PTL_I64 || idx->ndim != in->ndim)) return PTL_ERR_ARG;
+    const ptl_scan_instance *f = ptl_scan_lookup(op, in->dtype);
+    if (!f) return PTL_ERR_DTYPE;
+    if (f->index && (!idx || idx->dtype != PTL_I64 || idx->ndim != in->ndim)) return PTL_ERR_ARG;
     int nd = in->ndim;
     if (nd && (dim < 0 || dim >= nd)) return PTL_ERR_ARG;
     int64_t outer = 1, n = 1, inner = 1, expect = 1;
@@ -771,19 +727,17 @@ int ptl_scan(int op, const ptl_tensor *in, const ptl_tensor *out, const ptl_tens
         if (out->sizes[d] != in->sizes[d] || in->strides[d] != expect || out->strides[d] != expect) {
             if (in->sizes[d] != 1) return PTL_ERR_ARG;
         }
-        if (withidx && idx->sizes[d] != in->sizes[d]) return PTL_ERR_ARG;
+        if (f->index && idx->sizes[d] != in->sizes[d]) return PTL_ERR_ARG;
         expect *= in->sizes[d];
         if (d < dim) outer *= in->sizes[d];
         else if (d == dim) n = in->sizes[d];
         else inner *= in->sizes[d];
     }
     if (outer * n * inner == 0) return PTL_OK;
-    int dt = in->dtype, size = ptl_itemsize[dt];
-    int fl = dt >= PTL_F16;
-    if (op == SCAN_LOGCUMSUMEXP && !fl) return PTL_ERR_DTYPE;
+    const int64_t size = ptl_itemsize[in->dtype];
     const char *ip = (const char *)in->data;
     char *op_ = (char *)out->data;
-    int64_t *xp = withidx ? (int64_t *)idx->data : NULL;
+    int64_t *xp = f->index ? (int64_t *)idx->data : NULL;
     int64_t lanes = outer * inner;
     int nth = 1;
 #ifdef _OPENMP
@@ -792,91 +746,21 @@ int ptl_scan(int op, const ptl_tensor *in, const ptl_tensor *out, const ptl_tens
     if (inner == 1) {
         /* one row per lane: a sequential scan each */
 #pragma omp parallel for num_threads(nth) if (nth > 1) schedule(static)
-        for (int64_t o = 0; o < outer; o++) {
-            const char *a = ip + o * n * size;
-            char *b = op_ + o * n * size;
-            int64_t *xi = xp ? xp + o * n : NULL;
-            int64_t ai = 0;
-            if (dt == PTL_F32 && op == SCAN_CUMSUM) {
-                const float *x = (const float *)a;
-                float *y = (float *)b;
-                double acc = 0;
-                for (int64_t j = 0; j < n; j++) { acc += x[j]; y[j] = (float)acc; }
-            } else if (dt == PTL_F64 && op == SCAN_CUMSUM) {
-                const double *x = (const double *)a;
-                double *y = (double *)b;
-                double acc = 0;
-                for (int64_t j = 0; j < n; j++) { acc += x[j]; y[j] = acc; }
-            } else if (fl) {
-                double acc = 0;
-                for (int64_t j = 0; j < n; j++) {
-                    double x = ld_d(a + j * size, dt);
-                    SCAN_STEP_F(op, acc, x, j, ai);
-                    st_d(b + j * size, dt, acc);
-                    if (xi) xi[j] = ai;
-                }
-            } else {
-                int64_t acc = 0;
-                for (int64_t j = 0; j < n; j++) {
-                    int64_t x = ld_i(a + j * size, dt);
-                    SCAN_STEP_I(op, acc, x, j, ai);
-                    st_i(b + j * size, dt, acc);
-                    if (xi) xi[j] = ai;
-                }
-            }
-        }
+        for (int64_t o = 0; o < outer; o++)
+            f->row(ip + o * n * size, op_ + o * n * size, xp ? xp + o * n : NULL, n);
         return PTL_OK;
     }
-    /* inner > 1: step along n for a block of inner lanes at a time (reads rows front to back) */
-    const int64_t BL = 256;
+    /* inner > 1: step along n for a block of lanes at a time (reads rows front to back) */
+    const int64_t BL = PTL_SCAN_LANES;
     int64_t nblk = (inner + BL - 1) / BL;
-    int status = PTL_OK;
-#pragma omp parallel num_threads(nth) if (nth > 1)
-    {
-        double *accd = malloc((size_t)BL * sizeof(double));
-        int64_t *acci = malloc((size_t)BL * sizeof(int64_t));
-        int64_t *accx = malloc((size_t)BL * sizeof(int64_t));
-        if (!accd || !acci || !accx) {
-#pragma omp atomic write
-            status = PTL_ERR_ALLOC;
-        }
-#pragma omp for schedule(static)
-        for (int64_t t = 0; t < outer * nblk; t++) {
-            if (!accd || !acci || !accx) continue;
-            int64_t o = t / nblk, l0 = (t % nblk) * BL;
-            int64_t L = inner - l0 < BL ? inner - l0 : BL;
-            for (int64_t j = 0; j < n; j++) {
-                int64_t off = (o * n + j) * inner + l0;
-                const char *a = ip + off * size;
-                char *b = op_ + off * size;
-                if (dt == PTL_F32 && op == SCAN_CUMSUM) {
-                    const float *x = (const float *)a;
-                    float *y = (float *)b;
-                    if (j == 0) for (int64_t l = 0; l < L; l++) accd[l] = x[l];
-                    else for (int64_t l = 0; l < L; l++) accd[l] += x[l];
-                    for (int64_t l = 0; l < L; l++) y[l] = (float)accd[l];
-                } else if (fl) {
-                    for (int64_t l = 0; l < L; l++) {
-                        double x = ld_d(a + l * size, dt);
-                        SCAN_STEP_F(op, accd[l], x, j, accx[l]);
-                        st_d(b + l * size, dt, accd[l]);
-                    }
-                } else {
-                    for (int64_t l = 0; l < L; l++) {
-                        int64_t x = ld_i(a + l * size, dt);
-                        SCAN_STEP_I(op, acci[l], x, j, accx[l]);
-                        st_i(b + l * size, dt, acci[l]);
-                    }
-                }
-                if (xp)
-                    for (int64_t l = 0; l < L; l++) xp[off + l] = accx[l];
-            }
-        }
-        free(accd);
-        free(acci);
-        free(accx);
+#pragma omp parallel for num_threads(nth) if (nth > 1) schedule(static)
+    for (int64_t t = 0; t < outer * nblk; t++) {
+        int64_t o = t / nblk, l0 = (t % nblk) * BL;
+        int64_t L = inner - l0 < BL ? inner - l0 : BL;
+        int64_t off = o * n * inner + l0;
+        f->lanes(ip + off * size, op_ + off * size, xp ? xp + off : NULL, n, inner, L);
     }
-    return status;
+    return PTL_OK;
 }
 
 /* ---- unique runs, searchsorted, bincount, histc -------------------------------------------- */

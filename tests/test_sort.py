@@ -352,6 +352,16 @@ def test_cumsum_cumprod_match_torch(dtype):
                     same(got, want, exact=odt != "float64", rtol=1e-12, atol=1e-12, what=f"{op} dtype={odt}")
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_cumsum_starts_from_zero_as_pytorch_does(dtype):
+    """cumsum adds to its identity 0, so a leading -0.0 sums to +0.0 along rows and
+    columns alike (PyTorch's result; the declared `identity: 0` of ops.yaml)."""
+    for shape, dim in (((3,), 0), ((3, 4), 0), ((4, 3), 1)):
+        got = ptl.full(shape, -0.0, dtype=getattr(ptl, dtype)).cumsum(dim).to(ptl.float32).numpy()
+        want = torch.full(shape, -0.0, dtype=getattr(torch, dtype)).cumsum(dim).float().numpy()
+        assert (np.signbit(got) == np.signbit(want)).all() and not np.signbit(got).any(), (shape, dim)
+
+
 def test_cumsum_large_and_numpy():
     rng = np.random.default_rng(0)
     for shape, dim in [((100000,), 0), ((300, 500), 1), ((300, 500), 0), ((20, 30, 40), 1)]:

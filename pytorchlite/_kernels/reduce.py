@@ -21,10 +21,11 @@ from pytorchlite._storage import Storage
 from pytorchlite._device import CPU as _CPU
 from pytorchlite._core import contiguous_strides, make, numel as _numel
 from pytorchlite import return_types
+# operation codes of ptl_reduce: ops.yaml's `- reduction:` entries (generated/reductions.py)
+from pytorchlite.generated.reductions import (R_ALL, R_AMAX, R_AMIN, R_ANY, R_ARGMAX, R_ARGMIN, R_COUNT_NONZERO,
+                                              R_LOGSUMEXP, R_MAX, R_MEAN, R_MIN, R_NANMEAN, R_NANSUM, R_NORM,
+                                              R_PROD, R_STD, R_SUM, R_VAR)
 
-# Operation codes of ptl_reduce; kernels/reduce.c holds the same enum.
-R_SUM, R_PROD, R_MEAN, R_NANSUM, R_NANMEAN, R_COUNT_NZ, R_ALL, R_ANY, R_NORM, R_LOGSUMEXP, \
-    R_AMAX, R_AMIN, R_MAX, R_MIN, R_ARGMAX, R_ARGMIN, R_VAR, R_STD = range(18)
 
 _I64 = D.int64
 _BOOL = D.bool
@@ -331,7 +332,7 @@ def any(self, dim=None, keepdim=False):
 
 
 def count_nonzero(self, dim=None):
-    return _launch(R_COUNT_NZ, "count_nonzero", self, _dims("count_nonzero", self, dim), False, _I64)
+    return _launch(R_COUNT_NONZERO, "count_nonzero", self, _dims("count_nonzero", self, dim), False, _I64)
 
 
 # --- logsumexp and norms --------------------------------------------------------------------------

@@ -18,15 +18,16 @@ from pytorchlite._core import copy_into, to_dtype
 from pytorchlite._kernels.reduce import _fill, _new_tensor, _check_cpu, _flat
 from pytorchlite._core import TensorBase as Tensor, contiguous_strides, make, numel as _numel, scalar_tensor
 from pytorchlite._ops import ops as F
+from pytorchlite.generated.reductions import SCAN_CUMMAX, SCAN_CUMMIN, SCAN_CUMPROD, SCAN_CUMSUM, SCAN_LOGCUMSUMEXP
 
 _I64 = D.int64
 _NULL = ffi.NULL
 _new = ffi.new
 _cast = ffi.cast
 
-# ptl_select and ptl_scan operation codes (kernels/sort.c holds the same enums)
+# ptl_select operation codes (kernels/sort.c holds the same enum); ptl_scan's come from the
+# `- scan:` entries of ops.yaml (generated/reductions.py)
 SEL_KTH, SEL_MEDIAN, SEL_NANMEDIAN, SEL_MODE = range(4)
-SCAN_CUMSUM, SCAN_CUMPROD, SCAN_CUMMAX, SCAN_CUMMIN, SCAN_LOGCUMSUMEXP = range(5)
 
 
 def _ptr(t, ctype="int64_t *"):

@@ -234,7 +234,7 @@ _RANDOM = ("ptl_cu_uniform_", "ptl_cu_normal_", "ptl_cu_exponential_", "ptl_cu_b
 def source_for_kernel(name):
     if name.startswith(("ptl_cu_fill_", "ptl_cu_copy_")):
         return "fill_copy"
-    if name.startswith("ptl_cu_reduce_"):
+    if name.startswith("ptl_cu_red_"):
         return "reduce"
     if name.startswith(_RANDOM):
         return "philox"

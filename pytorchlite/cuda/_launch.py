@@ -304,37 +304,9 @@ def kernels_for(index):
     return k
 
 
-# --- reductions and random fills (kernels/cuda/reduce.cu, philox.cu) ---------------------------
-# Host helpers with the kernels' argument lists; no operator dispatches to them yet.
-
-REDUCE_OPS = ("sum", "mean", "max")
-FLOAT_CODES = (6, 7, 8, 9)
-
-
-def launch_reduce(k, op_name, dtype_code, out_ptr, in_ptr, outer, r, inner, s_outer, s_r, s_inner, stream=0):
-    """out[o, j] = op(in[o, :, j]) on DeviceKernels k. The output is contiguous
-    [outer, inner] (int64 for sum of integers and bool, else the input dtype). An empty
-    output launches nothing; max over R == 0 is the caller's error, as in PyTorch."""
-    if op_name not in REDUCE_OPS:
-        raise ValueError(f"unknown reduction {op_name!r}")
-    if op_name == "mean" and dtype_code not in FLOAT_CODES:
-        raise RuntimeError("mean(): only floating point dtypes have a CUDA kernel")
-    if op_name == "max" and r == 0:
-        raise RuntimeError("max(): Expected reduction dim to have non-zero size.")
-    if outer * inner == 0:
-        return None
-    sfx = SUFFIX[dtype_code]
-    a = Args()
-    if inner == 1:
-        kernel = f"ptl_cu_reduce_{op_name}_{sfx}_row"
-        a.i64(outer).i64(r).ptr(out_ptr).ptr(in_ptr).i64(s_outer).i64(s_r)
-        work = outer * BLOCK           # one block per output row
-    else:
-        kernel = f"ptl_cu_reduce_{op_name}_{sfx}_col"
-        a.i64(outer).i64(r).i64(inner).ptr(out_ptr).ptr(in_ptr).i64(s_outer).i64(s_r).i64(s_inner)
-        work = outer * inner
-    return k.launch(op_name, "reduce", kernel, work, a, stream)
-
+# --- random fills (kernels/cuda/philox.cu) -----------------------------------------------------
+# A host helper with the kernels' argument list; no operator dispatches to it yet.
+# (Reductions: pytorchlite/cuda/_reduce.py.)
 
 RANDOM_KINDS = ("uniform", "normal", "exponential", "bernoulli", "integers")
 

@@ -30,7 +30,7 @@ INCLUDE_DIRS = (KERNEL_DIR, SHARED_DIR, GENERATED_DIR)
 SOURCES = {
     "pointwise": (os.path.join(GENERATED_DIR, "pointwise.cu"), ()),
     "fill_copy": (os.path.join(KERNEL_DIR, "fill_copy.cu"), ()),
-    "reduce": (os.path.join(KERNEL_DIR, "reduce.cu"), ()),
+    "reduce": (os.path.join(GENERATED_DIR, "reduce.cu"), ()),
     "philox": (os.path.join(KERNEL_DIR, "philox.cu"), ("--fmad=false",)),
 }
 

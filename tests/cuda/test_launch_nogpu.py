@@ -235,22 +235,6 @@ def test_struct_layouts_match_the_cuda_header():
     _nvrtc.compile_text(src, "compute_80", "layout.cu", ("--fmad=false",))
 
 
-def test_reduce_launch_arguments(fake):
-    k, drv, _ = fake
-    _launch.launch_reduce(k, "sum", 8, 0x10, 0x20, 7, 100, 1, 100, 1, 1, stream=3)
-    (launch,) = drv.launches
-    assert launch["fn"][1] == "ptl_cu_reduce_sum_f32_row" and launch["grid"][0] == 7
-    assert [v for _, v in k.last_args.values()] == [7, 100, 0x10, 0x20, 100, 1]
-    _launch.launch_reduce(k, "max", 5, 0x10, 0x20, 2, 3, 4, 12, 4, 1)
-    assert drv.launches[-1]["fn"][1] == "ptl_cu_reduce_max_i64_col"
-    assert [v for _, v in k.last_args.values()] == [2, 3, 4, 0x10, 0x20, 12, 4, 1]
-    assert _launch.launch_reduce(k, "sum", 8, 0, 0, 0, 5, 1, 5, 1, 1) is None and len(drv.launches) == 2
-    with pytest.raises(RuntimeError, match="non-zero size"):
-        _launch.launch_reduce(k, "max", 8, 0, 0, 2, 0, 1, 0, 1, 1)
-    with pytest.raises(RuntimeError, match="floating point"):
-        _launch.launch_reduce(k, "mean", 5, 0, 0, 2, 3, 1, 3, 1, 1)
-
-
 def test_random_launch_arguments(fake):
     from pytorchlite.cuda import _philox
     k, drv, _ = fake

@@ -43,12 +43,14 @@ def cache(tmp_path_factory):
         os.environ["PTL_CUDA_CACHE"] = old
 
 
-def test_generated_source_is_current():
-    """generated/pointwise.cu is what codegen makes of ops.yaml now (as --check requires)."""
+@pytest.mark.parametrize("name", ["pointwise.cu", "reduce.cu"])
+def test_generated_source_is_current(name):
+    """generated/pointwise.cu and reduce.cu are what codegen makes of ops.yaml now (as
+    --check requires)."""
     files = render_all(ROOT)
-    with open(os.path.join(ROOT, "generated", "pointwise.cu"), encoding="utf-8") as f:
-        assert f.read() == files["generated/pointwise.cu"], "run `python -m codegen`"
-    assert render_all(ROOT)["generated/pointwise.cu"] == files["generated/pointwise.cu"]   # deterministic
+    with open(os.path.join(ROOT, "generated", name), encoding="utf-8") as f:
+        assert f.read() == files["generated/" + name], "run `python -m codegen`"
+    assert render_all(ROOT)["generated/" + name] == files["generated/" + name]   # deterministic
 
 
 @pytest.mark.parametrize("arch", _nvrtc.CHECK_ARCHS)
@@ -73,8 +75,11 @@ def _expected_kernels():
         names["fill_copy"] += [f"ptl_cu_fill_{d}_{v}" for v in ("c32", "s32", "s64")]
         names["fill_copy"] += [f"ptl_cu_copy_{d}_{s}_{v}" for s in sfxs for v in ("c32", "s32", "s64")]
         names["philox"] += [f"ptl_cu_{k}_{d}" for k in ("uniform", "normal", "exponential", "bernoulli", "integers")]
-        for op in ("sum", "max") + (("mean",) if d in ("f16", "bf16", "f32", "f64") else ()):
-            names["reduce"] += [f"ptl_cu_reduce_{op}_{d}_{v}" for v in ("row", "col")]
+    from pytorchlite.cuda._launch import SUFFIX
+    from pytorchlite.generated.reductions import REDUCTIONS
+    for name, dtypes, *_ in REDUCTIONS:
+        names["reduce"] += [f"ptl_cu_red_{name}_{SUFFIX[c]}_{v}" for c in dtypes
+                            for v in ("row32", "row64", "col32", "col64")]
     return names
 
 
