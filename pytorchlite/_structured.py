@@ -142,7 +142,8 @@ def pointer(t, ctype):
 
 
 def address(t):
-    return 0 if t is None else addr(t)
+    # addr(t) inlined: an op passes several addresses per call
+    return 0 if t is None else t._storage.ptr + t._offset * t._dtype.itemsize
 
 
 def size(t):

@@ -16,9 +16,11 @@ from pytorchlite import _structured as S
 from pytorchlite import return_types
 from pytorchlite._argparse import wrap_dim
 from pytorchlite._C import check, ffi, lib
-from pytorchlite._core import TensorBase as Tensor, copy_into, empty, make, numel as _numel, scalar_tensor, to_dtype
+from pytorchlite._core import TensorBase as Tensor
+from pytorchlite._core import copy_into, empty, make, scalar_tensor, to_dtype
+from pytorchlite._core import numel as _numel
 from pytorchlite._kernels.copy import clone
-from pytorchlite._kernels.reduce import _fill, _new_tensor, _check_cpu, _flat
+from pytorchlite._kernels.reduce import _check_cpu, _fill, _flat, _new_tensor
 from pytorchlite._ops import ops as F
 from pytorchlite._structured import Done, Meta
 
