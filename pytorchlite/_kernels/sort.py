@@ -17,10 +17,10 @@ from pytorchlite import return_types
 from pytorchlite._argparse import wrap_dim
 from pytorchlite._C import check, ffi, lib
 from pytorchlite._core import TensorBase as Tensor
-from pytorchlite._core import copy_into, empty, make, scalar_tensor, to_dtype
+from pytorchlite._core import empty, make, scalar_tensor, to_dtype
 from pytorchlite._core import numel as _numel
 from pytorchlite._kernels.copy import clone
-from pytorchlite._kernels.reduce import _check_cpu, _fill, _flat, _new_tensor
+from pytorchlite._kernels.reduce import _flat
 from pytorchlite._ops import ops as F
 from pytorchlite._structured import Done, Meta
 
@@ -32,14 +32,6 @@ _new = ffi.new
 # ptl_select and ptl_scan operation codes (kernels/sort.c holds the same enums)
 SEL_KTH, SEL_MEDIAN, SEL_NANMEDIAN, SEL_MODE = range(4)
 SCAN_CUMSUM, SCAN_CUMPROD, SCAN_CUMMAX, SCAN_CUMMIN, SCAN_LOGCUMSUMEXP = range(5)
-
-
-def _contiguous(t):
-    if t.is_contiguous():
-        return t
-    y = _new_tensor(t._shape, t._dtype, t._device)
-    copy_into(y, t)
-    return y
 
 
 # --- sort ------------------------------------------------------------------------------------
@@ -143,47 +135,40 @@ def mode_meta(self, dim=-1, keepdim=False):
 
 # --- scans ---------------------------------------------------------------------------------------
 
-def _scan(op, code, self, dim, dtype=None, with_indices=False):
-    _check_cpu(op, self)
+def _scan_meta(op, code, self, dim, dtype=None, indices=False):
     x = self
     if dtype is not None:
         x = to_dtype(x, dtype)
     elif code in (SCAN_CUMSUM, SCAN_CUMPROD) and not x._dtype.is_floating_point:
         x = to_dtype(x, _I64)   # integer and bool sums and products accumulate in int64
     d = wrap_dim(op, dim, len(x._shape))
-    x = _contiguous(x)
-    out = _new_tensor(x._shape, x._dtype, x._device)
-    idx = _new_tensor(x._shape, _I64, x._device) if with_indices else None
-    if _numel(x._shape):
-        descs = _new("ptl_tensor[3]")
-        _fill(descs[0], x, x._shape, x._stride)
-        _fill(descs[1], out, out._shape, out._stride)
-        if idx is not None:
-            _fill(descs[2], idx, idx._shape, idx._stride)
-        check(lib.ptl_scan(code, descs, descs + 1, descs + 2 if idx is not None else _NULL, d), op)
-    return (out, idx) if with_indices else out
+    outputs = ((x._shape, x._dtype), (x._shape, _I64)) if indices else ((x._shape, x._dtype),)
+    if _numel(x._shape) == 0:   # nothing to scan (the kernel takes no empty rows)
+        results = tuple(empty(shape, dt, x._device) for shape, dt in outputs)
+        return Done(getattr(return_types, op)(*results) if indices else results[0])
+    return Meta(*outputs, inputs={"self": x}, code=code, d=d)
 
 
-def cumsum(self, dim, dtype=None):
-    return _scan("cumsum", SCAN_CUMSUM, self, dim, dtype)
+def cumsum_meta(self, dim, dtype=None):
+    return _scan_meta("cumsum", SCAN_CUMSUM, self, dim, dtype)
 
 
-def cumprod(self, dim, dtype=None):
-    return _scan("cumprod", SCAN_CUMPROD, self, dim, dtype)
+def cumprod_meta(self, dim, dtype=None):
+    return _scan_meta("cumprod", SCAN_CUMPROD, self, dim, dtype)
 
 
-def cummax(self, dim):
-    return return_types.cummax(*_scan("cummax", SCAN_CUMMAX, self, dim, with_indices=True))
+def cummax_meta(self, dim):
+    return _scan_meta("cummax", SCAN_CUMMAX, self, dim, indices=True)
 
 
-def cummin(self, dim):
-    return return_types.cummin(*_scan("cummin", SCAN_CUMMIN, self, dim, with_indices=True))
+def cummin_meta(self, dim):
+    return _scan_meta("cummin", SCAN_CUMMIN, self, dim, indices=True)
 
 
-def logcumsumexp(self, dim):
+def logcumsumexp_meta(self, dim):
     if not self._dtype.is_floating_point:
         raise NotImplementedError(f"\"logcumsumexp_out_cpu\" not implemented for '{self._dtype._torch_name}'")
-    return _scan("logcumsumexp", SCAN_LOGCUMSUMEXP, self, dim)
+    return _scan_meta("logcumsumexp", SCAN_LOGCUMSUMEXP, self, dim)
 
 
 # --- unique ------------------------------------------------------------------------------------------
