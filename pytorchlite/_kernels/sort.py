@@ -26,8 +26,6 @@ from pytorchlite._structured import Done, Meta
 
 _I64 = D.int64
 _F64 = D.float64
-_NULL = ffi.NULL
-_new = ffi.new
 
 # ptl_select and ptl_scan operation codes (kernels/sort.c holds the same enums)
 SEL_KTH, SEL_MEDIAN, SEL_NANMEDIAN, SEL_MODE = range(4)
@@ -181,7 +179,7 @@ def _runs(op, flat, perm, return_inverse, return_counts, inverse_shape):
     # random write per element)
     inverse = empty(inverse_shape, _I64, flat._device) if return_inverse else None
     counts = empty((n,), _I64, flat._device) if return_counts else None
-    ng = _new("int64_t *")
+    ng = ffi.new("int64_t *")
     if n:
         descs = S.descriptors(2)
         check(lib.ptl_unique_runs(S.describe(descs, 0, flat), S.pointer(perm, "int64_t *"),
