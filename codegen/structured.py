@@ -12,7 +12,16 @@ the C call as a call expression whose keywords are the C prototype's parameter n
 (positional arguments bind in order). A value is a tensor argument or an output (passed
 as a descriptor to a `ptl_tensor *` parameter, as a contiguous address to `intptr_t`, as
 a typed pointer to `int64_t *` and the like), `X.dtype` (the dtype code of a tensor), a
-scalar argument of the schema, a precomputed name, a number, or `null`.
+scalar argument of the schema, a precomputed name, a number, or `null`;
+`contiguous(X)` passes a tensor argument's descriptor after making it contiguous (for
+kernels that walk a descriptor's data as one contiguous block). A tensor bound to an
+address or a typed pointer is always read contiguous.
+
+A meta function may also give `error=`, a callable that turns a failing status into the
+exception PyTorch raises (or returns None to fall back to the generic one), for kernels
+that report what went wrong through an out-parameter (e.g. the bad target of nll_loss).
+Named returns come back as `pytorchlite.return_types.<name>` when that module declares it,
+and as a plain tuple otherwise (as PyTorch's aten operators without a structseq).
 
 At generation time every call is checked against its prototype, read from
 kernels/cdefs.h: the function exists and returns a status (`int`), every parameter is
@@ -100,7 +109,7 @@ def load_prototypes(root):
 class Binding:
     param: Param
     source: str          # the value expression as written
-    kind: str            # tensor | dtype | scalar | literal | null | numel
+    kind: str            # tensor | contiguous | dtype | scalar | literal | null | numel
     name: str = ""       # the tensor / scalar / precomputed name
     value: object = None
 
@@ -178,6 +187,10 @@ def check_call(op_where, schema, precomputed, device, src, protos):
     tensors = {a.name for a in schema.arguments if a.type.is_tensor and not a.type.is_list}
     scalars = {a.name: a for a in schema.arguments if not a.type.is_tensor}
     outputs = set(_outputs(schema))
+    clash = sorted(set(precomputed) & (tensors | set(scalars) | outputs))
+    if clash:
+        raise fail(f"precomputed value '{clash[0]}' has the name of an argument or output (which a call "
+                   "would bind instead): rename it")
     given = {}
     if len(tree.args) > len(proto.params):
         raise fail(f"{fname} takes {len(proto.params)} arguments, {len(tree.args)} given")
@@ -198,12 +211,12 @@ def check_call(op_where, schema, precomputed, device, src, protos):
     for p in proto.params:
         node = given[p.name]
         text = ast.unparse(node)
-        b = _binding(p, node, text, tensors | outputs, scalars, set(precomputed), fail)
+        b = _binding(p, node, text, tensors | outputs, scalars, set(precomputed), fail, outputs)
         bindings.append(b)
     return Call(device, fname, tuple(bindings))
 
 
-def _binding(p, node, text, tensors, scalars, precomputed, fail):
+def _binding(p, node, text, tensors, scalars, precomputed, fail, outputs=frozenset()):
     kind = p.kind
     where = f"parameter '{p.ctype} {p.name}' <- {text}"
     if isinstance(node, ast.Name) and node.id == "null":
@@ -214,6 +227,14 @@ def _binding(p, node, text, tensors, scalars, precomputed, fail):
         if kind not in ("descriptor", "address", "pointer"):
             raise fail(f"{where}: a tensor needs a ptl_tensor *, intptr_t or pointer parameter")
         return Binding(p, text, "tensor", node.id)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "contiguous":
+        if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Name) or \
+                node.args[0].id not in tensors - outputs:
+            raise fail(f"{where}: contiguous() takes one tensor argument of the schema")
+        if kind != "descriptor":
+            raise fail(f"{where}: contiguous() is for a ptl_tensor * parameter (an address or a pointer is "
+                       "always read contiguous)")
+        return Binding(p, text, "contiguous", node.args[0].id)
     if isinstance(node, ast.Attribute) and node.attr == "dtype" and isinstance(node.value, ast.Name):
         if node.value.id not in tensors:
             raise fail(f"{where}: '{node.value.id}' is not a tensor argument or output")
@@ -257,7 +278,7 @@ class StructuredView:
 
     launcher = None
 
-    def __init__(self, op, call):
+    def __init__(self, op, call, structseqs=frozenset()):
         schema = op.schema
         self.name = op.name
         self.device = call.device
@@ -267,10 +288,13 @@ class StructuredView:
         self.tensor_args = [a.name for a in schema.arguments
                             if a.type.is_tensor and not a.type.is_list and a not in schema.out_arguments]
         self.outputs = _outputs(schema)
-        self.named_returns = all(r.name for r in schema.returns) and len(schema.returns) > 1
+        self.named_returns = (all(r.name for r in schema.returns) and len(schema.returns) > 1
+                              and op.name in structseqs)
         factory = not self.tensor_args and any(a.name == "device" for a in schema.arguments)
         if self.tensor_args:
-            first = next(a for a in schema.arguments if a.name == self.tensor_args[0])
+            # the device comes from a tensor argument that is always a tensor
+            sure = [t for t in self.tensor_args if t not in op.tensor_scalars] or self.tensor_args
+            first = next(a for a in schema.arguments if a.name == sure[0])
             self.device_expr = (f"{_v(first.name)}._device" if not first.type.optional else
                                 " or ".join(f"({_v(t)}._device if {_v(t)} is not None else None)"
                                             for t in self.tensor_args))
@@ -288,17 +312,15 @@ class StructuredView:
         self.function = call.function
         uses = {}
         for b in call.bindings:
-            if b.kind == "tensor":
-                uses.setdefault(b.name, set()).add(b.param.kind)
-        # an input bound to an address parameter is read contiguous
-        self.inputs = [(t, "address" in uses.get(t, ())) for t in self.tensor_args if t in uses]
-        self.ndesc = sum(1 for b in call.bindings if b.kind == "tensor" and b.param.kind == "descriptor")
-        self.args = []
-        k = 0
-        for b in call.bindings:
-            self.args.append(self._arg(b, k))
-            if b.kind == "tensor" and b.param.kind == "descriptor":
-                k += 1
+            if b.kind in ("tensor", "contiguous"):
+                uses.setdefault(b.name, set()).add(b.kind if b.kind == "contiguous" else b.param.kind)
+        # an input bound to an address or a typed pointer (or passed as contiguous(X)) is
+        # read contiguous: the kernel walks it as one block
+        self.inputs = [(t, bool(uses.get(t, set()) & {"address", "pointer", "contiguous"}))
+                       for t in self.tensor_args if t in uses]
+        described = [b for b in call.bindings if b.kind in ("tensor", "contiguous") and b.param.kind == "descriptor"]
+        self.ndesc = len(described)
+        self.args = [self._arg(b, described.index(b) if b in described else 0) for b in call.bindings]
 
     def _arg(self, b, k):
         p = b.param
@@ -339,9 +361,21 @@ class Launcher:
     target: str
 
 
+def structseqs(root):
+    """The names pytorchlite/return_types.py declares at module level (named tuples)."""
+    path = os.path.join(root, "pytorchlite", "return_types.py")
+    if not os.path.exists(path):
+        return frozenset()
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    return frozenset(t.id for node in tree.body if isinstance(node, ast.Assign)
+                     for t in node.targets if isinstance(t, ast.Name) and not t.id.startswith("_"))
+
+
 def views(ops, root):
     """Check every structured call against kernels/cdefs.h; the views to render."""
     protos = load_prototypes(root)
+    named = structseqs(root)
     out = []
     for op in ops:
         if op.structured is None:
@@ -351,5 +385,5 @@ def views(ops, root):
                 call = Launcher(dev, src)
             else:
                 call = check_call(op.where, op.schema, op.structured.precomputed, dev, src, protos)
-            out.append(StructuredView(op, call))
+            out.append(StructuredView(op, call, named))
     return out

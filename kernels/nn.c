@@ -485,11 +485,30 @@ static void ow_range(int64_t w0, int64_t sw, int64_t W, int64_t OW, int64_t *lo,
         return PTL_OK;                                                                            \
     }
 
+/* The transposed convolution: the core convolution's input gradient (y is the core's
+ * input), plus the bias per channel of y. */
+#define DEFINE_CONV_TRANSPOSED(T, sfx)                                                            \
+    static int conv_transposed_##sfx(const int64_t *g, const T *x, const T *w, const T *b, T *y) { \
+        int st = conv_bwd_input_##sfx(g, x, w, y);                                                \
+        if (st != PTL_OK || !b) return st;                                                        \
+        int64_t C = g[GC], HW = g[GH] * g[GW];                                                    \
+        _Pragma("omp parallel for schedule(static) if (g[GN] * C * HW > GRAIN)")                 \
+        for (int64_t nc = 0; nc < g[GN] * C; nc++) {                                              \
+            T bv = b[nc % C], *yp = y + nc * HW;                                                  \
+            for (int64_t l = 0; l < HW; l++) yp[l] += bv;                                         \
+        }                                                                                         \
+        return PTL_OK;                                                                            \
+    }
+
 DEFINE_CONV(float, f32, ptl_sgemm)
 DEFINE_CONV(double, f64, ptl_dgemm)
+DEFINE_CONV_TRANSPOSED(float, f32)
+DEFINE_CONV_TRANSPOSED(double, f64)
 
-/* which: 0 forward (y = conv(x, w) + b), 1 backward input (a = gy, c = gx), 2 backward
- * weight (a = x, b = gy, c = gw). */
+/* which: 0 forward (a = x, b = w, c = bias or 0, d = y = conv(x, w) + bias), 1 backward
+ * input (a = gy, b = w, c = gx), 2 backward weight (a = x, b = gy, c = gw), 3 transposed
+ * forward (a = x, b = w, c = bias or 0, d = y), the geometry being the core convolution's
+ * whose input y is. */
 int ptl_conv2d(int which, int dtype, const int64_t *g, intptr_t a, intptr_t b, intptr_t c, intptr_t d) {
     if (!conv_geometry_ok(g)) return PTL_ERR_ARG;
     if (dtype == PTL_F32) {
@@ -497,12 +516,15 @@ int ptl_conv2d(int which, int dtype, const int64_t *g, intptr_t a, intptr_t b, i
         case 0: return conv_fwd_f32(g, (const float *)a, (const float *)b, (const float *)c, (float *)d);
         case 1: return conv_bwd_input_f32(g, (const float *)a, (const float *)b, (float *)c);
         case 2: return conv_bwd_weight_f32(g, (const float *)a, (const float *)b, (float *)c);
+        case 3: return conv_transposed_f32(g, (const float *)a, (const float *)b, (const float *)c, (float *)d);
         }
     } else if (dtype == PTL_F64) {
         switch (which) {
         case 0: return conv_fwd_f64(g, (const double *)a, (const double *)b, (const double *)c, (double *)d);
         case 1: return conv_bwd_input_f64(g, (const double *)a, (const double *)b, (double *)c);
         case 2: return conv_bwd_weight_f64(g, (const double *)a, (const double *)b, (double *)c);
+        case 3: return conv_transposed_f64(g, (const double *)a, (const double *)b, (const double *)c,
+                                           (double *)d);
         }
     } else {
         return PTL_ERR_DTYPE;

@@ -843,8 +843,10 @@ int ptl_searchsorted(const ptl_tensor *seq, const ptl_tensor *vals, const int64_
 }
 
 /* x: contiguous int64 of n non-negative values (checked by the caller); weights: float64
- * contiguous or NULL; out: nbins of int64 (no weights) or float64, zeroed by the caller. */
+ * contiguous or NULL; out: nbins of int64 (no weights) or float64. */
 int ptl_bincount(const int64_t *x, int64_t n, const double *weights, void *out, int64_t nbins) {
+    if (nbins < 0) return PTL_ERR_ARG;
+    memset(out, 0, (size_t)nbins * 8); /* int64 and double counts alike */
     for (int64_t i = 0; i < n; i++) {
         int64_t b = x[i];
         if (b < 0 || b >= nbins) return PTL_ERR_INDEX;
@@ -854,10 +856,11 @@ int ptl_bincount(const int64_t *x, int64_t n, const double *weights, void *out, 
     return PTL_OK;
 }
 
-/* x: contiguous float64 (n); out: float64 counts (bins), zeroed by the caller. Values
- * outside [lo, hi] (and NaN) are not counted; hi falls in the last bin. */
+/* x: contiguous float64 (n); out: float64 counts (bins). Values outside [lo, hi] (and
+ * NaN) are not counted; hi falls in the last bin. */
 int ptl_histc(const double *x, int64_t n, double *out, int64_t bins, double lo, double hi) {
     if (bins <= 0 || !(hi > lo)) return PTL_ERR_ARG;
+    memset(out, 0, (size_t)bins * sizeof(double));
     double scale = (double)bins / (hi - lo);
     for (int64_t i = 0; i < n; i++) {
         double v = x[i];

@@ -32,16 +32,19 @@ class Meta:
     kernel_shape, e.g. with the reduced dim kept, and the operator returns it at shape);
     `compute`, the dtype the kernel reads and writes when it differs from the inputs' (the
     result is cast back to each output's dtype); `inputs`, replacements for tensor
-    arguments (name -> tensor, e.g. a flattened view); and the precomputed values the C
-    call binds by name."""
+    arguments (name -> tensor, e.g. a flattened view); `error`, a callable that turns a
+    failing status into PyTorch's exception (None: the generic one), for kernels that say
+    what went wrong through an out-parameter; and the precomputed values the C call binds
+    by name."""
 
-    __slots__ = ("outputs", "compute", "inputs", "values")
+    __slots__ = ("outputs", "compute", "inputs", "values", "error")
 
-    def __init__(self, *outputs, compute=None, inputs=None, **values):
+    def __init__(self, *outputs, compute=None, inputs=None, error=None, **values):
         self.outputs = outputs
         self.compute = compute
         self.inputs = inputs
         self.values = values
+        self.error = error
 
     def __getattr__(self, name):
         try:
@@ -139,7 +142,8 @@ def pointer(t, ctype):
 
 
 def address(t):
-    return 0 if t is None else addr(t)
+    # addr(t) inlined: an op passes several addresses per call
+    return 0 if t is None else t._storage.ptr + t._offset * t._dtype.itemsize
 
 
 def size(t):
@@ -157,3 +161,10 @@ def launcher(device_type, target):
     if fn is None:
         fn = _LAUNCHERS[key] = _backends.get(device_type).resolve(target)
     return fn
+
+
+def raise_error(m, status):
+    """Raise the meta function's exception for a failing status, if it has one for it."""
+    e = m.error(status)
+    if e is not None:
+        raise e

@@ -1,54 +1,41 @@
-"""Kernel entries for the neural-network operators: _softmax / _log_softmax and their
-backward, convolution (1-D and 2-D, plain and transposed) and convolution_backward, max /
-average / adaptive average 2-D pooling and their backward (see docs/architecture.md).
+"""Neural-network operators: _softmax / _log_softmax and their backward, nll_loss (and
+2-d) forward and backward, convolution (1-D and 2-D, plain and transposed), max / average
+/ adaptive average 2-D pooling and their backward, and native_layer_norm are structured
+(ops.yaml declares the C calls into kernels/nn.c; the meta functions below hold PyTorch's
+checks and decide the outputs; docs/architecture.md traces a call). convolution_backward
+is a kernel entry: up to two C calls and a sum, each for an output that output_mask asks
+for.
 
-Each entry checks its arguments with PyTorch's messages, makes the operands contiguous,
-allocates the result and calls kernels/nn.c with integer addresses and a geometry array.
 The C kernels compute in float32 or float64; float16 and bfloat16 inputs are widened to
 float32 and the result rounded once, as PyTorch's CPU kernels accumulate in float.
 """
 
 from pytorchlite import _dtype as D
-from pytorchlite._C import check, ffi, lib
-from pytorchlite._kernels.copy import contiguous as _contiguous
-from pytorchlite._core import empty as _empty, to_dtype
+from pytorchlite import _structured as S
 from pytorchlite._argparse import wrap_dim
-from pytorchlite._core import contiguous_strides
-from pytorchlite._structured import Meta
-from pytorchlite._views import make_view
+from pytorchlite._C import check, ffi, lib
+from pytorchlite._core import empty as _empty
+from pytorchlite._core import to_dtype
+from pytorchlite._ops import ops as F
+from pytorchlite._structured import Done, Meta
 
 _F32, _F64 = D.float32, D.float64
 _HALF = (D.float16, D.bfloat16)
-
-
-def _addr(t):
-    return t._storage.ptr + t._offset * t._dtype.itemsize
 
 
 def _not_implemented(name, dtype):
     return NotImplementedError(f"\"{name}\" not implemented for '{dtype._torch_name}'")
 
 
-def _compute(t, name):
-    """A contiguous float32/float64 operand; float16/bfloat16 widen to float32."""
-    if t._device.type != "cpu":
-        raise NotImplementedError(f"{name}(): no kernel for device '{t._device.type}'")
-    if t._dtype in _HALF:
-        return to_dtype(t, _F32)
-    if t._dtype not in (_F32, _F64):
-        raise _not_implemented(name, t._dtype)
-    return _contiguous(t)
+def _compute_dtype(dtype):
+    """The kernels compute in float32 or float64: float16 and bfloat16 widen to float32."""
+    return _F32 if dtype in _HALF else dtype
 
 
-def _finish(out, dtype):
-    """The float32 result of a widened computation, rounded back to `dtype`."""
-    if out._dtype is dtype:
-        return out
-    return to_dtype(out, dtype)
-
-
-def _reshape(t, shape):
-    return make_view(t, tuple(shape), contiguous_strides(tuple(shape)), t._offset)
+def _floating(op, *tensors):
+    for t in tensors:
+        if not t._dtype.is_floating_point:
+            raise _not_implemented(op, t._dtype)
 
 
 # --- softmax (structured: ops.yaml declares the C calls) ----------------------------------------
@@ -61,11 +48,6 @@ def _rows(shape, d):
     for s in shape[d + 1:]:
         inner *= s
     return outer, (shape[d] if shape else 1), inner
-
-
-def _compute_dtype(dtype):
-    """The kernels compute in float32 or float64: float16 and bfloat16 widen to float32."""
-    return _F32 if dtype in _HALF else dtype
 
 
 def _softmax_meta(op, is_log, self, dim, half_to_float):
@@ -94,9 +76,7 @@ def _softmax_backward_meta(op, grad_output, output, dim, input_dtype):
                            f"shape {list(output._shape)}")
     nd = len(output._shape)
     d = wrap_dim(op, dim, nd) if nd else wrap_dim(op, dim, 1)
-    for t in (output, grad_output):
-        if not t._dtype.is_floating_point:
-            raise _not_implemented(op, t._dtype)
+    _floating(op, output, grad_output)
     outer, n, inner = _rows(output._shape, d)
     # grad_output is read in the output's compute dtype
     return Meta((output._shape, output._dtype), compute=_compute_dtype(output._dtype), outer=outer, n=n,
@@ -154,31 +134,32 @@ def _nll_geometry(op, self, target, weight, spatial):
     return n, c, d, none_shape
 
 
-def _nll_run(op, backward, src, self, target, weight, reduction, ignore_index, geometry, out, total):
+def _check_reduction(op, reduction):
     if reduction not in (0, 1, 2):
         raise RuntimeError(f"{op}(): reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction}")
+
+
+def _nll_kernel(self, target, geometry, *outputs):
+    """The rest of an nll_loss meta: the kernel's geometry, and its report of a target out
+    of range (PTL_ERR_INDEX, the target in `bad`) as PyTorch's IndexError."""
     n, c, d, _ = geometry
-    t = _contiguous(target)
-    w = _compute(weight, op) if weight is not None else None
     bad = ffi.new("int64_t[1]")
-    status = lib.ptl_nll_loss(int(backward), src._dtype.code, _addr(src), _addr(t), int(t._dtype is D.uint8),
-                              _addr(w) if w is not None else 0, n, c, d, reduction, ignore_index,
-                              _addr(out), _addr(total), bad)
-    if status == 5:
-        raise IndexError(f"Target {bad[0]} is out of bounds.")
-    check(status, op)
+
+    def error(status):
+        return IndexError(f"Target {bad[0]} is out of bounds.") if status == 5 else None
+
+    return Meta(*outputs, compute=_compute_dtype(self._dtype), error=error, N=n, C=c, D=d,
+                t_u8=int(target._dtype is D.uint8), bad=bad)
 
 
-def _nll_forward(op, self, target, weight, reduction, ignore_index, spatial):
+def _nll_forward_meta(op, self, target, weight, reduction, ignore_index, spatial):
     geometry = _nll_geometry(op, self, target, weight, spatial)
-    x = _compute(self, op)
-    out = _empty(geometry[3] if reduction == 0 else (), x._dtype, self._device)
-    total = _empty((), x._dtype, self._device)
-    _nll_run(op, False, x, self, target, weight, reduction, ignore_index, geometry, out, total)
-    return _finish(out, self._dtype), _finish(total, self._dtype)
+    _check_reduction(op, reduction)
+    return _nll_kernel(self, target, geometry, (geometry[3] if reduction == 0 else (), self._dtype),
+                       ((), self._dtype))
 
 
-def _nll_backward(op, grad_output, self, target, weight, reduction, ignore_index, total_weight, spatial):
+def _nll_backward_meta(op, grad_output, self, target, weight, reduction, ignore_index, total_weight, spatial):
     geometry = _nll_geometry(op, self, target, weight, spatial)
     if total_weight.numel() != 1:
         raise RuntimeError(f"expected total_weight to be a  single element tensor, got: "
@@ -188,36 +169,31 @@ def _nll_backward(op, grad_output, self, target, weight, reduction, ignore_index
                            f"{list(grad_output._shape)}")
     if reduction != 0 and grad_output.numel() != 1:
         raise RuntimeError(f"Expected a single element grad_output tensor, but got: {list(grad_output._shape)}")
-    g = _compute(grad_output, op)
-    tw = _compute(total_weight, op)
-    if g._dtype is not tw._dtype or g._dtype is not _compute_dtype(self._dtype):
+    _floating(op, grad_output, total_weight)
+    g = _compute_dtype(grad_output._dtype)
+    if g is not _compute_dtype(total_weight._dtype) or g is not _compute_dtype(self._dtype):
         raise RuntimeError(f"expected scalar type {self._dtype._torch_name} but found "
                            f"{grad_output._dtype._torch_name}")
-    gx = _empty(self._shape, g._dtype, self._device)
-    _nll_run(op, True, g, self, target, weight, reduction, ignore_index, geometry, gx, tw)
-    return _finish(gx, self._dtype)
+    _check_reduction(op, reduction)
+    return _nll_kernel(self, target, geometry, (self._shape, self._dtype))
 
 
-def _compute_dtype(dtype):
-    return _F32 if dtype in _HALF else dtype
+def nll_loss_forward_meta(self, target, weight, reduction, ignore_index):
+    return _nll_forward_meta("nll_loss_forward", self, target, weight, reduction, ignore_index, False)
 
 
-def nll_loss_forward(self, target, weight, reduction, ignore_index):
-    return _nll_forward("nll_loss_forward", self, target, weight, reduction, ignore_index, False)
+def nll_loss2d_forward_meta(self, target, weight, reduction, ignore_index):
+    return _nll_forward_meta("nll_loss2d_forward", self, target, weight, reduction, ignore_index, True)
 
 
-def nll_loss2d_forward(self, target, weight, reduction, ignore_index):
-    return _nll_forward("nll_loss2d_forward", self, target, weight, reduction, ignore_index, True)
+def nll_loss_backward_meta(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    return _nll_backward_meta("nll_loss_backward", grad_output, self, target, weight, reduction, ignore_index,
+                              total_weight, False)
 
 
-def nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
-    return _nll_backward("nll_loss_backward", grad_output, self, target, weight, reduction, ignore_index,
-                         total_weight, False)
-
-
-def nll_loss2d_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight):
-    return _nll_backward("nll_loss2d_backward", grad_output, self, target, weight, reduction, ignore_index,
-                         total_weight, True)
+def nll_loss2d_backward_meta(grad_output, self, target, weight, reduction, ignore_index, total_weight):
+    return _nll_backward_meta("nll_loss2d_backward", grad_output, self, target, weight, reduction, ignore_index,
+                              total_weight, True)
 
 
 # --- convolution -----------------------------------------------------------------------------
@@ -314,8 +290,7 @@ def _geometry(x_shape, w_shape, y_shape, k, stride, padding, dilation, groups, t
     ph, pw = _as2d(padding, k, 0)
     dh, dw = _as2d(dilation, k, 1)
     o = w_shape[0]
-    g = [x_shape[0], x_shape[1], xh, xw, o, kh, kw, sh, sw, ph, pw, dh, dw, groups, yh, yw]
-    return ffi.new("int64_t[16]", g)
+    return [x_shape[0], x_shape[1], xh, xw, o, kh, kw, sh, sw, ph, pw, dh, dw, groups, yh, yw]
 
 
 def _conv_out_shape(xs, ws, k, stride, padding, dilation, transposed, output_padding, groups):
@@ -327,35 +302,21 @@ def _conv_out_shape(xs, ws, k, stride, padding, dilation, transposed, output_pad
     return (xs[0], ws[1] * groups) + tuple(sp)
 
 
-def _bias_view(b, nd):
-    return _reshape(b, (1, b._shape[0]) + (1,) * (nd - 2))
-
-
-def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+def convolution_meta(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     k, stride, padding, dilation, output_padding = _conv_params(
         input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     dtype = input._dtype
     if not dtype.is_floating_point:
         raise _not_implemented("convolution", dtype)
-    x, w = _compute(input, "convolution"), _compute(weight, "convolution")
-    b = _compute(bias, "convolution") if bias is not None else None
     yshape = _conv_out_shape(input._shape, weight._shape, k, stride, padding, dilation, transposed,
                              output_padding, groups)
     if any(s < 0 for s in yshape):
         raise RuntimeError(f"convolution(): the output size {list(yshape)} is negative")
-    y = _empty(yshape, x._dtype, input._device)
-    g = _geometry(x._shape, w._shape, yshape, k, stride, padding, dilation, groups, transposed)
-    if not transposed:
-        check(lib.ptl_conv2d(0, x._dtype.code, g, _addr(x), _addr(w), _addr(b) if b is not None else 0, _addr(y)),
-              "convolution")
-    else:
-        # the transposed convolution is the core convolution's input gradient
-        check(lib.ptl_conv2d(1, x._dtype.code, g, _addr(x), _addr(w), _addr(y), 0), "convolution")
-        if b is not None:
-            from pytorchlite._kernels.pointwise import run
-            from pytorchlite.generated import dispatch
-            run(dispatch.OP_add, (y, _bias_view(b, len(yshape))), (1,), y, True)
-    return _finish(y, dtype)
+    # ptl_conv2d 0: the convolution; 3: the transposed one (the core convolution's input
+    # gradient), both with the bias added per output channel
+    return Meta((yshape, dtype), compute=_compute_dtype(dtype), which=3 if transposed else 0,
+                geometry=_geometry(input._shape, weight._shape, yshape, k, stride, padding, dilation, groups,
+                                   transposed))
 
 
 def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
@@ -376,34 +337,28 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
     mask = tuple(bool(m) for m in output_mask)
     if len(mask) != 3:
         raise RuntimeError(f"convolution_backward(): output_mask must have 3 entries, got {len(mask)}")
-    gy, x, w = (_compute(t, "convolution_backward") for t in (grad_output, input, weight))
+    compute = _compute_dtype(dtype)
+    gy, x, w = (S.operand(t, compute, True) for t in (grad_output, input, weight))
     g = _geometry(x._shape, w._shape, yshape, k, stride, padding, dilation, groups, transposed)
-    code = x._dtype.code
-    nbias = weight._shape[1] * groups if transposed else weight._shape[0]
-    from pytorchlite._kernels.factories import zeros as _zeros
-    if mask[0]:
-        gx = _empty(x._shape, x._dtype, x._device)
-        if not transposed:
-            check(lib.ptl_conv2d(1, code, g, _addr(gy), _addr(w), _addr(gx), 0), "convolution_backward")
-        else:
-            check(lib.ptl_conv2d(0, code, g, _addr(gy), _addr(w), 0, _addr(gx)), "convolution_backward")
-        gx = _finish(gx, dtype)
-    else:
-        gx = _zeros(input._shape, dtype=dtype, device=input._device)
-    if mask[1]:
-        gw = _empty(w._shape, x._dtype, x._device)
-        if not transposed:
-            check(lib.ptl_conv2d(2, code, g, _addr(x), _addr(gy), _addr(gw), 0), "convolution_backward")
-        else:
-            check(lib.ptl_conv2d(2, code, g, _addr(gy), _addr(x), _addr(gw), 0), "convolution_backward")
-        gw = _finish(gw, dtype)
-    else:
-        gw = _zeros(weight._shape, dtype=dtype, device=weight._device)
+
+    def conv(which, a, b, out_shape):
+        # which 1: the core convolution's input gradient, 2: its weight gradient (c = the
+        # result); 0: the core convolution (d = the result), a transposed one's input gradient
+        out = _empty(out_shape, compute, x._device)
+        c, d = (0, S.address(out)) if which == 0 else (S.address(out), 0)
+        check(lib.ptl_conv2d(which, compute.code, g, S.address(a), S.address(b), c, d), "convolution_backward")
+        return to_dtype(out, dtype)
+
+    from pytorchlite._kernels.factories import zeros
+    gx = (conv(0 if transposed else 1, gy, w, input._shape) if mask[0] else
+          zeros(input._shape, dtype=dtype, device=input._device))
+    gw = (conv(2, *((gy, x) if transposed else (x, gy)), weight._shape) if mask[1] else
+          zeros(weight._shape, dtype=dtype, device=weight._device))
     if mask[2]:
-        from pytorchlite._kernels.reduce import sum as _sum
-        gb = _sum(grad_output, (0,) + tuple(range(2, len(yshape))), False, None)
+        gb = F.sum(grad_output, (0,) + tuple(range(2, len(yshape))))
     else:
-        gb = _zeros((nbias,), dtype=dtype, device=input._device)
+        gb = zeros((weight._shape[1] * groups if transposed else weight._shape[0],), dtype=dtype,
+                   device=input._device)
     return gx, gw, gb
 
 
@@ -466,29 +421,22 @@ def _pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode):
                            f"Output size is too small")
     p = [nc, h, w, oh, ow, kernel_size[0], kernel_size[1], stride[0], stride[1], padding[0], padding[1],
          dilation[0], dilation[1]]
-    return ffi.new("int64_t[13]", p), tuple(self._shape[:-2]) + (oh, ow)
+    return p, tuple(self._shape[:-2]) + (oh, ow)
 
 
-def _pool_operand(op, t):
-    """Integer max pooling computes in float64 (exact up to 2**53) and converts back."""
-    if t._dtype.is_floating_point:
-        return _compute(t, op)
-    if t._dtype is D.bool:
-        raise _not_implemented(op, t._dtype)
-    return to_dtype(t, _F64)
+def max_pool2d_with_indices_meta(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
+    p, oshape = _pool_geometry("max_pool2d_with_indices", self, kernel_size, stride, padding, dilation, ceil_mode)
+    if not self._dtype.is_floating_point:
+        if self._dtype is D.bool:
+            raise _not_implemented("max_pool2d", self._dtype)
+        # integer max pooling runs in float64 (exact up to 2**53) and converts back
+        y, idx = F.max_pool2d_with_indices(to_dtype(self, _F64), kernel_size, stride, padding, dilation, ceil_mode)
+        return Done((to_dtype(y, self._dtype), idx))
+    return Meta((oshape, self._dtype), (oshape, D.int64), compute=_compute_dtype(self._dtype), geometry=p)
 
 
-def max_pool2d_with_indices(self, kernel_size, stride=(), padding=(0,), dilation=(1,), ceil_mode=False):
-    op = "max_pool2d_with_indices"
-    p, oshape = _pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode)
-    x = _pool_operand("max_pool2d", self)
-    y = _empty(oshape, x._dtype, self._device)
-    idx = _empty(oshape, D.int64, self._device)
-    check(lib.ptl_pool2d(0, x._dtype.code, p, _addr(x), _addr(y), _addr(idx), 0, 0), op)
-    return _finish(y, self._dtype), idx
-
-
-def max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices):
+def max_pool2d_with_indices_backward_meta(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode,
+                                          indices):
     op = "max_pool2d_with_indices_backward"
     p, oshape = _pool_geometry(op, self, kernel_size, stride, padding, dilation, ceil_mode)
     if tuple(grad_output._shape) != oshape or tuple(indices._shape) != oshape:
@@ -496,11 +444,8 @@ def max_pool2d_with_indices_backward(grad_output, self, kernel_size, stride, pad
                            f"{list(grad_output._shape)} and {list(indices._shape)}")
     if indices._dtype is not D.int64:
         raise RuntimeError(f"{op}(): expected indices of dtype int64, but got {indices._dtype._torch_name}")
-    g = _compute(grad_output, op)
-    idx = _contiguous(indices)
-    gx = _empty(self._shape, g._dtype, self._device)
-    check(lib.ptl_pool2d(1, g._dtype.code, p, _addr(g), _addr(gx), _addr(idx), 0, 0), op)
-    return _finish(gx, grad_output._dtype)
+    _floating(op, grad_output)
+    return Meta((self._shape, grad_output._dtype), compute=_compute_dtype(grad_output._dtype), geometry=p)
 
 
 def _avg_check(op, self, divisor_override):
@@ -510,31 +455,25 @@ def _avg_check(op, self, divisor_override):
         raise RuntimeError("divisor must be not zero")
 
 
-def avg_pool2d(self, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+def avg_pool2d_meta(self, kernel_size, stride=(), padding=(0,), ceil_mode=False, count_include_pad=True,
+                    divisor_override=None):
     op = "avg_pool2d"
     _avg_check(op, self, divisor_override)
     p, oshape = _pool_geometry(op, self, kernel_size, stride, padding, (1,), ceil_mode)
-    x = _compute(self, op)
-    y = _empty(oshape, x._dtype, self._device)
-    check(lib.ptl_pool2d(2, x._dtype.code, p, _addr(x), _addr(y), 0, int(count_include_pad),
-                         divisor_override or 0), op)
-    return _finish(y, self._dtype)
+    return Meta((oshape, self._dtype), compute=_compute_dtype(self._dtype), geometry=p, dov=divisor_override or 0)
 
 
-def avg_pool2d_backward(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                        divisor_override):
+def avg_pool2d_backward_meta(grad_output, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                             divisor_override):
     op = "avg_pool2d_backward"
     _avg_check(op, self, divisor_override)
     p, oshape = _pool_geometry(op, self, kernel_size, stride, padding, (1,), ceil_mode)
     if tuple(grad_output._shape) != oshape:
         raise RuntimeError(f"{op}(): expected grad_output of size {list(oshape)}, but got "
                            f"{list(grad_output._shape)}")
-    g = _compute(grad_output, op)
-    gx = _empty(self._shape, g._dtype, self._device)
-    check(lib.ptl_pool2d(3, g._dtype.code, p, _addr(g), _addr(gx), 0, int(count_include_pad),
-                         divisor_override or 0), op)
-    return _finish(gx, grad_output._dtype)
+    _floating(op, grad_output)
+    return Meta((self._shape, grad_output._dtype), compute=_compute_dtype(grad_output._dtype), geometry=p,
+                dov=divisor_override or 0)
 
 
 def _adaptive_geometry(op, self, output_size):
@@ -553,48 +492,37 @@ def _adaptive_geometry(op, self, output_size):
         nc *= s
     h, w = self._shape[-2:]
     p = [nc, h, w, output_size[0], output_size[1], 1, 1, 1, 1, 0, 0, 1, 1]
-    return ffi.new("int64_t[13]", p), tuple(self._shape[:-2]) + output_size
+    return p, tuple(self._shape[:-2]) + output_size
 
 
-def _adaptive_avg_pool2d(self, output_size):
+def _adaptive_avg_pool2d_meta(self, output_size):
     op = "adaptive_avg_pool2d"
-    if not self._dtype.is_floating_point:
-        raise _not_implemented(op, self._dtype)
+    _floating(op, self)
     p, oshape = _adaptive_geometry(op, self, output_size)
-    x = _compute(self, op)
-    y = _empty(oshape, x._dtype, self._device)
-    if 0 not in oshape:
-        check(lib.ptl_pool2d(4, x._dtype.code, p, _addr(x), _addr(y), 0, 0, 0), op)
-    return _finish(y, self._dtype)
+    if 0 in oshape:     # nothing to average (the kernel takes no empty output planes)
+        return Done(_empty(oshape, self._dtype, self._device))
+    return Meta((oshape, self._dtype), compute=_compute_dtype(self._dtype), geometry=p)
 
 
-def _adaptive_avg_pool2d_backward(grad_output, self):
+def _adaptive_avg_pool2d_backward_meta(grad_output, self):
     op = "adaptive_avg_pool2d_backward"
-    if not self._dtype.is_floating_point:
-        raise _not_implemented(op, self._dtype)
+    _floating(op, self)
     p, oshape = _adaptive_geometry(op, self, grad_output._shape[-2:])
     if tuple(grad_output._shape) != oshape:
         raise RuntimeError(f"{op}(): expected grad_output of size {list(oshape)}, but got "
                            f"{list(grad_output._shape)}")
-    g = _compute(grad_output, op)
-    gx = _empty(self._shape, g._dtype, self._device)
+    _floating(op, grad_output)
     if 0 in oshape:
-        return _zeros_like(self)
-    check(lib.ptl_pool2d(5, g._dtype.code, p, _addr(g), _addr(gx), 0, 0, 0), op)
-    return _finish(gx, grad_output._dtype)
-
-
-def _zeros_like(t):
-    from pytorchlite._kernels.factories import zeros as _zeros
-    return _zeros(t._shape, dtype=t._dtype, device=t._device)
+        from pytorchlite._kernels.factories import zeros
+        return Done(zeros(self._shape, dtype=self._dtype, device=self._device))
+    return Meta((self._shape, grad_output._dtype), compute=_compute_dtype(grad_output._dtype), geometry=p)
 
 
 # --- layer normalisation ---------------------------------------------------------------------
 
-def native_layer_norm(input, normalized_shape, weight, bias, eps):
+def native_layer_norm_meta(input, normalized_shape, weight, bias, eps):
     """(output, mean, rstd): mean and rstd have input's shape with the normalised dims kept
     as size 1."""
-    op = "native_layer_norm"
     ns = tuple(normalized_shape)
     n = len(ns)
     shape = tuple(input._shape)
@@ -608,27 +536,17 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
     if len(shape) < n or shape[len(shape) - n:] != ns:
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape "
                            f"[*, {', '.join(str(s) for s in ns)}], but got input of size{list(shape)}")
-    if not input._dtype.is_floating_point:
-        raise _not_implemented("LayerNormKernelImpl", input._dtype)
+    dt = input._dtype
+    if not dt.is_floating_point:
+        raise _not_implemented("LayerNormKernelImpl", dt)
     for t in (weight, bias):
-        if t is not None and t._dtype is not input._dtype:
-            raise RuntimeError(f"expected scalar type {input._dtype._torch_name.capitalize()} but found "
+        if t is not None and t._dtype is not dt:
+            raise RuntimeError(f"expected scalar type {dt._torch_name.capitalize()} but found "
                                f"{t._dtype._torch_name.capitalize()}")
-    x = _compute(input, op)
-    w = _compute(weight, op) if weight is not None else None
-    b = _compute(bias, op) if bias is not None else None
-    M = 1
+    M = R = 1
     for s in ns:
         M *= s
-    R = 1
     for s in shape[:len(shape) - n]:
         R *= s
     stat_shape = shape[:len(shape) - n] + (1,) * n
-    y = _empty(shape, x._dtype, input._device)
-    mean = _empty(stat_shape, x._dtype, input._device)
-    rstd = _empty(stat_shape, x._dtype, input._device)
-    check(lib.ptl_layer_norm(x._dtype.code, _addr(x), _addr(w) if w is not None else 0,
-                             _addr(b) if b is not None else 0, _addr(y), _addr(mean), _addr(rstd), R, M,
-                             float(eps)), op)
-    dt = input._dtype
-    return _finish(y, dt), _finish(mean, dt), _finish(rstd, dt)
+    return Meta((shape, dt), (stat_shape, dt), (stat_shape, dt), compute=_compute_dtype(dt), R=R, M=M)

@@ -99,6 +99,62 @@ def test_call_errors_name_the_entry(tmp_path, call, message):
     assert message in msg, msg
 
 
+def test_contiguous_descriptors_and_pointers_are_read_contiguous(tmp_path):
+    (v,) = _views(tmp_path, """
+        - func: count(Tensor self, Tensor other, float scale) -> Tensor
+          structured:
+            meta: m.count_meta
+            cpu: ptl_desc(contiguous(self), result, scale=scale, count=other)
+    """)
+    # contiguous(X) describes a contiguous operand; a typed pointer is always read contiguous
+    assert v.inputs == [("self", True), ("other", True)]
+    assert v.ndesc == 2 and v.args[:2] == ["_S.describe(_descs, 0, _i_self)",
+                                           "_S.describe(_descs, 1, _o_result, _m.outputs[0])"]
+    (v,) = _views(tmp_path, """
+        - func: count(Tensor self, Tensor other, float scale) -> Tensor
+          structured:
+            meta: m.count_meta
+            cpu: ptl_desc(self, result, scale=scale, count=other)
+    """)
+    assert v.inputs == [("self", False), ("other", True)]     # a descriptor takes any strides
+
+
+@pytest.mark.parametrize("call, message", [
+    ("ptl_desc(contiguous(result), result, scale=1.0, count=null)", "contiguous() takes one tensor argument"),
+    ("ptl_desc(contiguous(self, self), result, scale=1.0, count=null)", "contiguous() takes one tensor argument"),
+    ("ptl_rows(dtype=self.dtype, x=contiguous(self), y=result, outer=1, n=1, inner=1, flag=0)",
+     "contiguous() is for a ptl_tensor * parameter"),
+])
+def test_contiguous_errors(tmp_path, call, message):
+    msg = _error(_views, tmp_path, f"""
+        - func: count(Tensor self) -> Tensor
+          structured:
+            meta: m.count_meta
+            cpu: {call}
+    """)
+    assert message in msg, msg
+
+
+def test_a_precomputed_value_may_not_shadow_an_argument(tmp_path):
+    text = GOOD.replace("precomputed: [outer, n, inner]", "precomputed: [outer, n, inner, dim]")
+    assert "precomputed value 'dim' has the name of an argument or output" in _error(_views, tmp_path, text)
+
+
+def test_named_returns_are_return_types_only_where_declared(tmp_path):
+    text = """
+        - func: pair(Tensor self) -> (Tensor values, Tensor indices)
+          structured:
+            meta: m.pair_meta
+            cpu: ptl_desc(self, values, scale=1.0, count=indices)
+    """
+    (v,) = _views(tmp_path, text)
+    assert v.outputs == ["values", "indices"] and not v.named_returns     # a plain tuple, as aten's
+    (tmp_path / "pytorchlite").mkdir()
+    (tmp_path / "pytorchlite" / "return_types.py").write_text('pair = _structseq("pair", ("values", "indices"))\n')
+    (v,) = _views(tmp_path, text)
+    assert v.named_returns
+
+
 def test_structured_block_errors(tmp_path):
     assert "needs 'meta: module.function'" in _error(_load, tmp_path, """
         - func: rows(Tensor self) -> Tensor

@@ -1,5 +1,5 @@
-"""Regression and binary losses (mse, l1, smooth L1, Huber, BCE, BCE with logits, KL
-divergence), bilinear, and the small layers (activations, Unflatten, Bilinear, ModuleDict)
+"""Regression, binary and likelihood losses (mse, l1, smooth L1, Huber, BCE, BCE with
+logits, KL divergence, nll_loss), bilinear, and the small layers (activations, Unflatten, Bilinear, ModuleDict)
 against PyTorch from identical data and weights: values, gradients with respect to input
 and target, every reduction, float32 and float64, broadcasting, weights, extreme values,
 printed form, state_dict keys and PyTorch's error types and warnings."""
@@ -167,6 +167,49 @@ def test_regression_loss_parameter_errors():
     for delta in (0.0, -1.0):
         _raise_alike(lambda: F.huber_loss(x, y, delta=delta), lambda: TF.huber_loss(tx, ty, delta=delta),
                      RuntimeError, "huber_loss does not support non-positive values for delta.")
+
+
+# --- negative log likelihood ----------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype,tdtype,tol", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("xshape, tshape", [((5, 4), (5,)), ((4,), ()), ((2, 4, 3, 2), (2, 3, 2))])
+def test_nll_loss_matches_torch(xshape, tshape, weighted, reduction, dtype, tdtype, tol):
+    c = xshape[1] if len(xshape) > 1 else xshape[0]
+    target = np.asarray(_rng.integers(0, c, tshape))
+    if target.ndim:
+        target.flat[0] = 2      # ignored (ignore_index=2) wherever it is not the only target
+    w = _rng.uniform(0.1, 2.0, (c,)) if weighted else None
+    tp, tt = P.tensor(target), torch.tensor(target)
+    ignore = 2 if target.ndim else -100
+    _parity(lambda a, b: F.nll_loss(a, tp, b, ignore_index=ignore, reduction=reduction),
+            lambda a, b: TF.nll_loss(a, tt, b, ignore_index=ignore, reduction=reduction), [_data(xshape), w], dtype,
+            tdtype, tol, grads=[0])
+
+
+def test_nll_loss_byte_targets_and_half_input():
+    x = _data((3, 4))
+    ours = F.nll_loss(P.tensor(x, dtype=P.float16), P.tensor([0, 3, 1], dtype=P.uint8))
+    theirs = TF.nll_loss(torch.tensor(x, dtype=torch.float16), torch.tensor([0, 3, 1], dtype=torch.uint8))
+    assert ours.dtype == P.float16
+    _close(ours.float(), theirs.float(), 1e-3, "float16 input, uint8 targets")
+
+
+def test_nll_loss_errors():
+    x = _data((2, 3))
+    p, t = P.tensor(x), torch.tensor(x)
+    # the kernel finds the target out of range; the message names it, as PyTorch's
+    for bad in (7, -1):
+        _raise_alike(lambda: F.nll_loss(p, P.tensor([0, bad])), lambda: TF.nll_loss(t, torch.tensor([0, bad])),
+                     IndexError, rf"^Target {bad} is out of bounds\.$")
+    _raise_alike(lambda: F.nll_loss(P.tensor(_data((1, 3, 2, 2))), P.tensor([[[0, 1], [5, 2]]])),
+                 lambda: TF.nll_loss(torch.tensor(_data((1, 3, 2, 2))), torch.tensor([[[0, 1], [5, 2]]])),
+                 IndexError, r"^Target 5 is out of bounds\.$")
+    _raise_alike(lambda: F.nll_loss(p, P.tensor([0.0, 1.0])), lambda: TF.nll_loss(t, torch.tensor([0.0, 1.0])),
+                 RuntimeError, "expected target dtype to be Long or Byte, but got Float")
+    _raise_alike(lambda: F.nll_loss(p, P.tensor([0, 1, 1])), lambda: TF.nll_loss(t, torch.tensor([0, 1, 1])),
+                 ValueError, r"Expected input batch_size \(2\) to match target batch_size \(3\)")
 
 
 # --- binary cross entropy --------------------------------------------------------------------
