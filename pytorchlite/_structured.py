@@ -5,7 +5,10 @@ A structured operator is written in two parts, as torchgen's `structured: True` 
 * **meta** (hand-written, in pytorchlite/_kernels/): PyTorch's checks and the rules that
   decide the outputs. It returns a `Meta`: each output's shape and dtype, optionally the
   dtype the kernel computes in (float16 and bfloat16 widen to float32) and values the
-  kernel call needs (`precomputed:`, e.g. the outer/inner sizes of a softmax row).
+  kernel call needs (`precomputed:`, e.g. the outer/inner sizes of a softmax row). An
+  operator with one output and nothing precomputed may get a bare `(shape, dtype)` tuple
+  instead (no compute dtype, no replaced inputs): building a Meta costs as much as the
+  rest of a 2x2 matrix product's Python.
 * **impl** (generated, generated/structured.py): allocation of the outputs (or writing
   into `out=` when it fits), the operands as the C prototype takes them (a descriptor for
   `const ptl_tensor *`, a contiguous address for `intptr_t`), the C call, the status
@@ -17,7 +20,7 @@ The helpers below are what the generated impls call.
 from pytorchlite import _backends
 from pytorchlite._C import check, ffi, lib
 from pytorchlite._core import (
-    TensorBase, addr, contiguous_strides, copy_into, empty, make, numel, to_dtype,
+    TensorBase, addr, contiguous_strides, copy_into, empty, fill, make, numel, to_dtype,
 )
 
 _new = ffi.new
@@ -127,7 +130,8 @@ def describe(descs, k, t, spec=None):
         stride = contiguous_strides(shape)
     else:
         shape, stride = t._shape, t._stride
-    status = _set_desc(descs, k, addr(t), t._dtype.code, len(shape), shape, stride)
+    status = _set_desc(descs, k, t._storage.ptr + t._offset * t._dtype.itemsize, t._dtype.code, len(shape), shape,
+                       stride)
     if status:
         check(status, "descriptor")
     return descs + k
@@ -139,7 +143,7 @@ def pointer(t, ctype):
 
 
 def address(t):
-    return 0 if t is None else addr(t)
+    return 0 if t is None else t._storage.ptr + t._offset * t._dtype.itemsize
 
 
 def size(t):
@@ -157,3 +161,33 @@ def launcher(device_type, target):
     if fn is None:
         fn = _LAUNCHERS[key] = _backends.get(device_type).resolve(target)
     return fn
+
+
+def init(t, source):
+    """What an output or scratch tensor holds before the call (ops.yaml `init:`): a tensor
+    (broadcast, cast), a number, or nothing for None."""
+    if source is None:
+        return
+    if isinstance(source, TensorBase):
+        copy_into(t, source)
+    else:
+        fill(t, source)
+
+
+class _Impls:
+    """`impls.<op>__<device>`: the generated impl of a structured operator, found when first
+    used. A meta function that hands a case to another structured operator (matmul's 2-D
+    case to mm) calls its impl directly, below autograd and dispatch as the old hand-written
+    kernels called each other; late binding keeps generated/structured.py, which imports
+    the meta functions, out of their modules' imports."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from pytorchlite.generated import structured
+        fn = getattr(structured, name)
+        setattr(self, name, fn)
+        return fn
+
+
+impls = _Impls()

@@ -17,6 +17,8 @@ int ptl_rows(int dtype, intptr_t x, intptr_t y, int64_t outer, int64_t n,
              int64_t inner, int flag);
 int ptl_desc(const ptl_tensor *in, ptl_tensor *out, double scale, int64_t *count);
 void ptl_nothing(int x);
+int ptl_mat(int dtype, intptr_t c, intptr_t a, int64_t m, int64_t rs, int64_t cs);
+int ptl_batch(const ptl_tensor *ts, int flag, int32_t *info);
 """
 
 
@@ -42,7 +44,7 @@ def _error(fn, *args):
 
 def test_prototypes_are_parsed_without_comments():
     protos = structured.parse_prototypes(CDEFS)
-    assert sorted(protos) == ["ptl_desc", "ptl_nothing", "ptl_rows"]
+    assert sorted(protos) == ["ptl_batch", "ptl_desc", "ptl_mat", "ptl_nothing", "ptl_rows"]
     rows = protos["ptl_rows"]
     assert rows.ret == "int" and [p.name for p in rows.params] == ["dtype", "x", "y", "outer", "n", "inner", "flag"]
     kinds = [p.kind for p in protos["ptl_desc"].params]
@@ -118,6 +120,101 @@ def test_structured_block_errors(tmp_path):
 def test_structured_entry_dispatches_to_the_generated_impl(tmp_path):
     (op,) = _load(tmp_path, GOOD)
     assert op.kind == "kernel" and op.kernels == (("cpu", "pytorchlite.generated.structured.rows__cpu"),)
+
+
+# --- strided operands, descriptor lists, scratch, init, finish -----------------------------------
+
+STRIDED = """
+    - func: mat(Tensor self, Tensor other) -> Tensor
+      structured:
+        meta: m.mat_meta
+        cpu: ptl_mat(dtype=self.dtype, c=result, a=self.data_ptr(), m=self.size(-2), rs=self.stride(0), cs=other.stride(1))
+"""
+
+BATCHED = """
+    - func: fact(Tensor A, bool flag=False) -> (Tensor R, Tensor info)
+      variants: function
+      structured:
+        meta: m.fact_meta
+        precomputed: [eye]
+        scratch: [work, pivots]
+        init: {work: A, R: eye, info: 0}
+        cpu: ptl_batch(ts=[R, A, work], flag=flag, info=info)
+        finish: m2.fact_finish
+"""
+
+
+def test_strided_operands_are_read_in_place(tmp_path):
+    (v,) = _views(tmp_path, STRIDED)
+    assert v.inputs == [("self", False), ("other", False)]      # not made contiguous
+    assert v.args[2] == "_i_self._storage.ptr + _i_self._offset * _i_self._dtype.itemsize"
+    assert v.args[3:] == ["_i_self._shape[-2]", "_i_self._stride[0]", "_i_other._stride[1]"]
+    # one output and nothing precomputed: the meta function may answer with a bare (shape, dtype)
+    assert v.bare
+
+
+def test_descriptor_lists_scratch_init_and_finish(tmp_path):
+    (op,) = _load(tmp_path, BATCHED)
+    st = op.structured
+    assert (st.scratch, st.init, st.finish) == (("work", "pivots"), (("work", "A"), ("R", "eye"), ("info", "0")),
+                                                "m2.fact_finish")
+    (v,) = _views(tmp_path, BATCHED)
+    assert v.ndesc == 3 and v.args[0] == "_descs"
+    assert v.describe == ["_S.describe(_descs, 0, _o_R, _m.outputs[0])", "_S.describe(_descs, 1, _i_A)",
+                          "_S.describe(_descs, 2, _s_work)"]
+    assert v.inits == [("_s_work", "_i_A"), ("_o_R", "_v['eye']"), ("_o_info", "0")]
+    assert v.args[2] == "_S.pointer(_o_info, 'int32_t *')"
+    assert (v.finish_module, v.finish_function, v.scratch, v.bare) == ("m2", "fact_finish", ["work", "pivots"], False)
+
+
+def _render(views):
+    from codegen.gen import _env
+    for v in views:
+        v.meta_alias, v.finish_alias = "_meta0", ("_meta1" if v.finish_module else None)
+    return _env().get_template("structured.py.j2").render(header="test", views=views, meta_modules=[])
+
+
+def test_generated_impls_compile(tmp_path):
+    src = _render(_views(tmp_path, STRIDED) + _views(tmp_path, BATCHED.replace("fact", "fac2")) +
+                  _views(tmp_path, GOOD))
+    compile(src, "structured.py", "exec")
+    mat, fac2, rows = src.split("\ndef ")[1:]
+    assert "if _m.__class__ is tuple:" in mat and "if _m.__class__ is tuple:" not in rows
+    assert "_S.init(_s_work, _i_A)" in fac2 and "return _meta1.fac2_finish(_m, _o_R, _o_info, _s_work, _s_pivots, )" in fac2
+
+
+@pytest.mark.parametrize("call, message", [
+    ("ptl_mat(dtype=self.dtype, c=result, a=self.data_ptr(), m=self.size(0), rs=self.data_ptr(), cs=1)",
+     "data_ptr() takes no argument and needs an intptr_t parameter"),
+    ("ptl_mat(dtype=self.dtype, c=result, a=self.data_ptr(1), m=1, rs=1, cs=1)", "data_ptr() takes no argument"),
+    ("ptl_mat(dtype=self.dtype, c=result, a=self, m=self.size(n), rs=1, cs=1)", "size() takes one dimension, a number"),
+    ("ptl_mat(dtype=self.dtype, c=result, a=self, m=1, rs=1, cs=1.5)", "the number 1.5 does not fit int64_t"),
+    ("ptl_mat(dtype=self.dtype, c=result.stride(0), a=self, m=1, rs=1, cs=1)", "stride() needs an integer parameter"),
+    ("ptl_mat(dtype=self.dtype, c=result, a=self, m=other2.size(0), rs=1, cs=1)",
+     "size() needs a tensor argument or output"),
+    ("ptl_mat(dtype=self.dtype, c=[result, self], a=self, m=1, rs=1, cs=1)",
+     "a list of tensors needs a ptl_tensor * parameter"),
+])
+def test_strided_call_errors(tmp_path, call, message):
+    text = STRIDED.replace(STRIDED.split("cpu: ")[1].strip(), call)
+    msg = _error(_views, tmp_path, text)
+    assert msg.startswith("ops.yaml:2: mat(Tensor self, Tensor other) -> Tensor: structured cpu: "), msg
+    assert message in msg, msg
+
+
+@pytest.mark.parametrize("change, message", [
+    (("ts=[R, A, work]", "ts=[R, flag]"), "a list must name tensor arguments or outputs"),
+    (("scratch: [work, pivots]", "scratch: [work, A]"), "scratch 'A' is already an argument"),
+    (("init: {work: A, R: eye, info: 0}", "init: {work: A, Q: eye}"), "init: 'Q' is not an output or a scratch tensor"),
+    (("init: {work: A, R: eye, info: 0}", "init: {work: B}"), "init: work <- B: not a tensor argument"),
+    (("init: {work: A, R: eye, info: 0}", "init: [work]"), "'init' must map an output or scratch name"),
+    (("scratch: [work, pivots]", "scratch: {work: 1}"), "'scratch' must list the names"),
+    (("finish: m2.fact_finish", "finish: fact_finish"), "'finish' must name a 'module.function'"),
+])
+def test_scratch_init_finish_errors(tmp_path, change, message):
+    msg = _error(_views, tmp_path, BATCHED.replace(*change))
+    assert msg.startswith("ops.yaml:2: fact(Tensor A, bool flag=False) -> (Tensor R, Tensor info): "), msg
+    assert message in msg, msg
 
 
 # --- Python operators -------------------------------------------------------------------------
