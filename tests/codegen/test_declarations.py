@@ -217,6 +217,35 @@ def test_scratch_init_finish_errors(tmp_path, change, message):
     assert message in msg, msg
 
 
+def test_runtime_init_and_late_bound_impls():
+    import pytorchlite as P
+    from pytorchlite import _structured as S
+    from pytorchlite.generated import structured as G
+    t = P.empty(2, 3)
+    S.init(t, P.tensor([1.0, 2.0, 3.0]))          # broadcast
+    assert t.tolist() == [[1.0, 2.0, 3.0]] * 2
+    S.init(t, 0)
+    assert t.tolist() == [[0.0] * 3] * 2
+    S.init(t, None)                                # nothing
+    assert t.tolist() == [[0.0] * 3] * 2
+    assert S.impls.mm__cpu is G.mm__cpu
+
+
+def test_a_fitting_out_is_written_by_the_kernel():
+    """mm's impl takes out= when it fits (no copy) and allocates when it does not."""
+    import pytorchlite as P
+    from pytorchlite.generated import structured as G
+    a, b = P.randn(3, 4), P.randn(4, 2)
+    want = (a.numpy() @ b.numpy()).tolist()
+    out = P.empty(3, 2)
+    assert G.mm__cpu(a, b, _out=out) is out
+    assert out.tolist() == P.mm(a, b).tolist() and P.allclose(out, P.tensor(want))
+    for bad in (P.empty(2, 3), P.empty(3, 2, dtype=P.float64), P.empty(2, 3).t(), a[:, :2]):
+        assert G.mm__cpu(a, b, _out=bad) is not bad
+    x = P.randn(3, 3)
+    assert G.addmm__cpu(x, x, P.eye(3), 1, 1, _out=x) is not x      # out may not alias what is read
+
+
 # --- Python operators -------------------------------------------------------------------------
 
 def test_operators_and_their_fast_paths(tmp_path):
