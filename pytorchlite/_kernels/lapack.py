@@ -394,11 +394,15 @@ def lstsq_meta(self, b, rcond=None, driver=None):
     bt = _transpose_last(Bm)
     if ldb > m:
         bt = F.pad(bt, [0, ldb - m])
+    # gelsd rejects an empty right-hand side: empty problems run no matrix (rank 0)
+    runs = numel(batch) if m and n and k else 0
+    if driver == "gels" and not runs:
+        # LAPACK's gels, PyTorch's, zeroes B for an empty problem (gelsy, which serves it here, does not)
+        bt = F.zeros_like(bt)
     return Meta(_colmajor(batch, ldb, k, dt), ((0,), dt), (batch, D.int64),
                 (batch + (min(m, n),) if use_gelsd else (0,), dt),
                 inputs={"self": _transpose_last(A), "b": bt},
-                # gelsd rejects an empty right-hand side: empty problems run no matrix (rank 0)
-                runs=numel(batch) if m and n and k else 0, gelsd=1 if use_gelsd else 0, cutoff=float(rcond),
+                runs=runs, gelsd=1 if use_gelsd else 0, cutoff=float(rcond),
                 m=m, n=n, k=k, driver=driver, vector=vector, batched=len(batch) > 0,
                 a=(batch + (n, m), dt), info=(batch, D.int32))
 
