@@ -40,10 +40,13 @@ factorizations: a column-major work copy of the input, pivots, one `info` per ma
         finish: pytorchlite._kernels.lapack.cholesky_finish
 
 * `scratch:` names temporaries the call binds like outputs; the meta function gives each
-  one's `(shape, dtype)` as a value of that name.
+  one's `(shape, dtype)` as a value of that name. One bound to typed pointers only
+  (`int32_t *info`) is a zeroed C array of that type, not a tensor.
 * `init:` maps an output or a scratch tensor to what it holds before the call: a tensor
   argument (as the meta function gave it in `inputs=`; None leaves the target as it is),
   a precomputed value (a tensor, a number, or None) or a number. Tensors broadcast.
+* An output or scratch spec `(shape, dtype, COLUMN_MAJOR)` (pytorchlite/_structured.py)
+  stores its matrices column-major, as LAPACK writes them and PyTorch returns them.
 * `finish:` names a function called after the status check as
   `finish(meta, *outputs, *scratch)` (schema order, then scratch order); what it returns is
   the operator's result (PyTorch's per-matrix error checks, views of the outputs). Without
@@ -405,6 +408,16 @@ class StructuredView:
             self.device_expr = "_CPU"
         st = op.structured
         self.scratch = list(st.scratch)
+        # scratch bound only to typed pointers (pivots, infos) are C arrays of that type:
+        # cheaper than tensors, and they start zeroed
+        params = {}
+        for b in getattr(call, "bindings", ()):       # a launcher has none: its scratch are tensors
+            if b.kind == "tensor" and b.name in self.scratch:
+                params.setdefault(b.name, []).append(b.param)
+        self.carrays = {}
+        for name, ps in params.items():
+            if all(p.kind == "pointer" for p in ps) and len({p.ctype for p in ps}) == 1:
+                self.carrays[name] = ps[0].ctype.replace("const ", "").replace("*", "").strip() + "[]"
         finish_module, _, self.finish_function = st.finish.rpartition(".")
         self.finish_module = finish_module or None
         self.uses_values = bool(st.precomputed or st.scratch)
@@ -431,10 +444,21 @@ class StructuredView:
             self.inputs = [(t, "address" in uses.get(t, ())) for t in self.tensor_args if t in uses]
         self.strided = [t for t, contiguous in self.inputs if not contiguous]
         self.strided_vars = [f"_i_{t}" for t in self.strided]
-        # init sources: inputs (as the meta function replaced them), precomputed values, numbers
-        self.inits = [(self._var(target), self._var(source) if source in self.tensor_args else
-                       (f"_v[{source!r}]" if source in st.precomputed else source))
-                      for target, source in st.init]
+        # init statements: a tensor argument (as the meta function gave it; None: nothing) is
+        # copied in, a number filled in, a precomputed value is either (_S.init)
+        self.inits = []
+        for target, source in st.init:
+            if target in self.carrays:
+                from .model import CodegenError
+                raise CodegenError(f"{op.where}: structured: init: scratch '{target}' is a C array (bound to a "
+                                   f"{self.carrays[target][:-2]} *): it starts zeroed and takes no init")
+            t = self._var(target)
+            if source in self.tensor_args:
+                self.inits.append(f"if {self._var(source)} is not None: _S.copy_into({t}, {self._var(source)})")
+            elif source in st.precomputed:
+                self.inits.append(f"_S.init({t}, _v[{source!r}])")
+            else:
+                self.inits.append(f"_S.fill({t}, {source})")
         # what an out= tensor must not share memory with: the operands and what is copied in
         self.reads = [f"_i_{t}" for t, _ in self.inputs] + [
             f"_v[{source!r}]" for _, source in st.init if source in st.precomputed]
@@ -490,12 +514,18 @@ class StructuredView:
         if p.kind == "descriptor":
             spec = f", {self._spec(b.name)}" if b.name in self.outputs else ""
             return f"_S.describe(_descs, {k}, {var}{spec})"
-        if p.kind == "address" and var.startswith("_o_") and len(self.outputs) == 1 and not self.finish_module:
-            # a single output is never None (inline: a call costs more than the arithmetic)
-            return f"{var}._storage.ptr + {var}._offset * {var}._dtype.itemsize"
+        if b.name in self.carrays:
+            return var
+        # a single output and scratch tensors are never None: their addresses are computed
+        # inline (a call costs more than the arithmetic)
+        never_none = (var.startswith("_o_") and len(self.outputs) == 1 and not self.finish_module
+                      or var.startswith("_s_"))
+        at = f"{var}._storage.ptr + {var}._offset * {var}._dtype.itemsize"
         if p.kind == "address":
-            return f"_S.address({var})"
-        return f"_S.pointer({var}, {p.ctype.replace('const ', '')!r})"
+            return at if never_none else f"(0 if {var} is None else {at})"
+        ctype = p.ctype.replace('const ', '')
+        cast = f"_ffi.cast({ctype!r}, {at})"
+        return cast if never_none else f"(_NULL if {var} is None else {cast})"
 
 
 def _v(name):

@@ -24,6 +24,7 @@ from pytorchlite._core import (
 )
 
 _new = ffi.new
+_object_new = object.__new__
 _set_desc = lib.ptl_set_desc
 _NULL = ffi.NULL
 _cast = ffi.cast
@@ -53,6 +54,18 @@ class Meta:
             raise AttributeError(f"meta result has no precomputed value '{name}'") from None
 
 
+def meta_of(outputs, inputs, values):
+    """`Meta(*outputs, inputs=inputs, **values)` from a tuple and dicts already built (no
+    compute dtype). Keyword arguments are packed into a dict and out again at each call,
+    which costs a LAPACK call on a 4x4 matrix a tenth of its time."""
+    m = _object_new(Meta)
+    m.outputs = outputs
+    m.compute = None
+    m.inputs = inputs
+    m.values = values
+    return m
+
+
 class Done:
     """A meta function's finished answer for inputs where no kernel needs to run (empty
     inputs, a 0-d special case): the generated impl returns `result` as it is."""
@@ -77,15 +90,40 @@ def operand(t, compute, contiguous):
     return t
 
 
+class _ColumnMajor:
+    def __repr__(self):
+        return "COLUMN_MAJOR"
+
+
+COLUMN_MAJOR = _ColumnMajor()
+"""An output spec `(shape, dtype, COLUMN_MAJOR)`: the matrices (last two dimensions) of a
+new output are stored column-major, as LAPACK writes them and as PyTorch returns them
+(the output is the transposed view of a contiguous buffer, whose address the kernel
+gets). Such an output is never written into `out=` directly."""
+
+
 def output(spec, device, compute):
-    """A new contiguous output for `spec` = (shape, dtype[, kernel_shape]), in the compute
-    dtype when there is one; None for an output the meta function left out (None)."""
+    """A new contiguous output for `spec` = (shape, dtype[, kernel_shape or COLUMN_MAJOR]),
+    in the compute dtype when there is one; None for an output the meta function left out
+    (None)."""
     if spec is None:
         return None
     shape, dtype = spec[0], spec[1]
     if compute is not None and dtype.is_floating_point:
         dtype = compute
+    if len(spec) > 2 and spec[2] is COLUMN_MAJOR:
+        shape = tuple(shape)
+        buf = empty(shape[:-2] + (shape[-1], shape[-2]), dtype, device)
+        st = buf._stride
+        return make(buf._storage, shape, st[:-2] + (st[-1], st[-2]), 0, dtype, None, None)
     return empty(tuple(spec[2]) if len(spec) > 2 else tuple(shape), dtype, device)
+
+
+def carray(ctype, spec):
+    """A scratch tensor that the call binds to a typed pointer only (ops.yaml `scratch:`;
+    LAPACK's pivots and infos), as a zeroed C array of numel(spec's shape) elements: a
+    tensor costs three times as much, which shows on small matrices."""
+    return _new(ctype, numel(spec[0]) or 1)
 
 
 def fits(out, spec, device, compute, inputs):
@@ -125,7 +163,7 @@ def describe(descs, k, t, spec=None):
     spec has one); NULL for an absent tensor."""
     if t is None:
         return _NULL
-    if spec is not None and len(spec) > 2:
+    if spec is not None and len(spec) > 2 and spec[2] is not COLUMN_MAJOR:
         shape = tuple(spec[2])
         stride = contiguous_strides(shape)
     else:

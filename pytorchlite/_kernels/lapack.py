@@ -6,15 +6,15 @@ own gradient).
 
 Each meta function checks its input the way PyTorch does, in PyTorch's order and words,
 and says what the generated impl (ops.yaml) allocates: the outputs, and the scratch
-tensors the kernel works in (pivots, one `info` per matrix). LAPACK wants batches of
-column-major matrices, the contiguous transpose of each matrix: a meta function hands the
-impl the transposed view of an input (`inputs=`), which is copied into a buffer (`init:`)
-or read in place when it already is one. kernels/lapack.c loops over the batch. The
-finish functions turn the infos of a factorization that failed (a singular matrix, a
-matrix that is not positive-definite) into `pytorchlite.linalg.LinAlgError`, a
-RuntimeError, with PyTorch's message, including "(Batch element i): " for batched input,
-and hand the results back as transposed views of the buffers, so they have the
-column-major strides PyTorch's own results have.
+tensors the kernel works in (a work copy of A, pivots, one `info` per matrix). LAPACK
+wants batches of column-major matrices: the outputs and work copies are column-major
+(COLUMN_MAJOR specs), so the results have the strides PyTorch's own have, and the inputs
+are copied into them (`init:`); an input the kernel only reads (qr, trsm) is handed over
+as its transposed view, read in place when it is column-major already. kernels/lapack.c
+loops over the batch. The finish functions turn the infos of a factorization that failed
+(a singular matrix, a matrix that is not positive-definite) into
+`pytorchlite.linalg.LinAlgError`, a RuntimeError, with PyTorch's message, including
+"(Batch element i): " for batched input.
 
 Only float32 and float64 are supported, like PyTorch's CPU LAPACK (no complex dtypes here).
 """
@@ -22,10 +22,11 @@ Only float32 and float64 are supported, like PyTorch's CPU LAPACK (no complex dt
 from pytorchlite import _dtype as D
 from pytorchlite import return_types
 from pytorchlite._C import ffi
-from pytorchlite._core import addr, empty as _empty, numel
+from pytorchlite._core import TensorBase, addr, empty as _empty, fill, numel
 from pytorchlite._kernels.linalg import _expand, _infer_size, _transpose_last
 from pytorchlite._ops import ops as F
-from pytorchlite._structured import Meta, impls
+from pytorchlite._structured import COLUMN_MAJOR, impls, meta_of
+from pytorchlite._views import make_view
 
 
 class LinAlgError(RuntimeError):
@@ -65,18 +66,19 @@ def _cpu(op, *ts):
 
 
 def _raise_first(op, info, batched, message):
-    """The first failed matrix's error from the int32 infos; `message(info)` says what
-    happened."""
-    nb = numel(info._shape)
-    if not nb:
+    """The first failed matrix's error from the int32 infos (a scratch C array, or the
+    info tensor of the _ex forms); `message(info)` says what happened."""
+    if isinstance(info, TensorBase):
+        raw = ffi.buffer(ffi.cast("int32_t *", addr(info)), 4 * numel(info._shape))[:]
+    else:
+        raw = ffi.buffer(info)[:]
+    if not raw.strip(b"\0"):
         return
     import numpy as np
-    infos = np.frombuffer(ffi.buffer(ffi.cast("int32_t *", addr(info)), 4 * nb), dtype=np.int32)
-    bad = np.flatnonzero(infos)
-    if len(bad):
-        b = int(bad[0])
-        where = f"(Batch element {b}): " if batched else ""
-        raise LinAlgError(f"{op}: {where}{message(int(infos[b]))}")
+    infos = np.frombuffer(raw, dtype=np.int32)
+    b = int(np.flatnonzero(infos)[0])
+    where = f"(Batch element {b}): " if batched else ""
+    raise LinAlgError(f"{op}: {where}{message(int(infos[b]))}")
 
 
 def _singular(info):
@@ -92,14 +94,27 @@ def _not_pd(i):
 # --- layouts ---------------------------------------------------------------------------------
 
 def _colmajor(batch, rows, cols, dtype):
-    """The spec of a buffer of column-major rows x cols matrices (its transpose is the
-    matrix the operator returns; see `_matrices`)."""
-    return tuple(batch) + (cols, rows), dtype
+    """The spec of an output or scratch tensor of column-major rows x cols matrices."""
+    return tuple(batch) + (rows, cols), dtype, COLUMN_MAJOR
 
 
-def _matrices(buf):
-    """The (..., rows, cols) matrices a column-major buffer holds, as a view."""
-    return _transpose_last(buf)
+_IDENTITIES = {}
+
+
+def _identity(n, dtype):
+    """The n x n identity, what inv's right-hand side starts from (and the full factors of an
+    SVD without singular values), laid out column-major like the outputs it is copied into
+    (a plain copy). Small ones are kept: for a 4x4 inverse, making one costs as much as the
+    inverse."""
+    eye = _IDENTITIES.get((n, dtype))
+    if eye is None:
+        eye = _empty((n, n), dtype)
+        fill(eye, 0)
+        fill(make_view(eye, (n,), (n + 1,), 0), 1)      # the diagonal
+        eye = _transpose_last(eye)
+        if n <= 64:
+            _IDENTITIES[(n, dtype)] = eye
+    return eye
 
 
 def _placeholder(like):
@@ -119,7 +134,7 @@ def _square(op, A, lowp_name=None):
 
 def _lu_scratch(batch, nb, n, dtype):
     """The factorization's work copy of A, its pivots and infos."""
-    return {"a": (tuple(batch) + (n, n), dtype), "ipiv": ((nb * n,), D.int32), "info": (tuple(batch), D.int32)}
+    return {"a": _colmajor(batch, n, n, dtype), "ipiv": ((nb * n,), D.int32), "info": (tuple(batch), D.int32)}
 
 
 # --- inverse, determinants, solve ----------------------------------------------------------
@@ -132,8 +147,9 @@ def _inv_meta(op, A, check_errors, ex):
         # info is an output of the _ex form
         outputs += (scratch.pop("info"),)
     # X = A^{-1} I: the identity (symmetric: its layout does not matter) is overwritten by X
-    return Meta(*outputs, inputs={"A": _transpose_last(A)}, nb=nb, n=n, eye=F.eye(n, dtype=A._dtype),
-                batched=len(batch) > 0, check_errors=check_errors, **scratch)
+    return meta_of(outputs, None, {
+        "nb": nb, "n": n, "eye": _identity(n, A._dtype), "batched": len(batch) > 0, "check_errors": check_errors,
+        **scratch})
 
 
 def inv_meta(A):
@@ -141,8 +157,8 @@ def inv_meta(A):
 
 
 def inv_finish(m, result, a, ipiv, info):
-    _raise_first("linalg.inv", info, m.batched, _singular)
-    return _matrices(result)
+    _raise_first("linalg.inv", info, m.values["batched"], _singular)
+    return result
 
 
 def inv_ex_meta(A, check_errors=False):
@@ -150,15 +166,14 @@ def inv_ex_meta(A, check_errors=False):
 
 
 def inv_ex_finish(m, inverse, info, a, ipiv):
-    if m.check_errors:
-        _raise_first("linalg.inv_ex", info, m.batched, _singular)
-    return return_types.linalg_inv_ex(_matrices(inverse), info)
+    if m.values["check_errors"]:
+        _raise_first("linalg.inv_ex", info, m.values["batched"], _singular)
+    return return_types.linalg_inv_ex(inverse, info)
 
 
 def _lu_meta(op, A, outputs):
     batch, nb, n = _square(op, A, "lu_cpu")
-    return Meta(*[(batch, A._dtype)] * outputs, inputs={"A": _transpose_last(A)}, nb=nb, n=n,
-                **_lu_scratch(batch, nb, n, A._dtype))
+    return meta_of(((batch, A._dtype),) * outputs, None, {"nb": nb, "n": n, **_lu_scratch(batch, nb, n, A._dtype)})
 
 
 def det_meta(A):
@@ -200,48 +215,51 @@ def solve_meta(A, B, left=True):
     k = Bm._shape[-1]
     nb = numel(batch)
     # the batch broadcasts as the buffers are filled
-    return Meta(_colmajor(batch, n, k, A._dtype), inputs={"A": _transpose_last(A), "B": _transpose_last(Bm)},
-                nb=nb, n=n, k=k, left=left, vector=vector, batched=len(batch) > 0,
-                **_lu_scratch(batch, nb, n, A._dtype))
+    return meta_of((_colmajor(batch, n, k, A._dtype),), {"A": A, "B": Bm}, {
+        "nb": nb, "n": n, "k": k, "left": left, "vector": vector, "batched": len(batch) > 0,
+        **_lu_scratch(batch, nb, n, A._dtype)})
 
 
 def solve_finish(m, result, a, ipiv, info):
-    _raise_first("torch.linalg.solve", info, m.batched,
+    v = m.values
+    _raise_first("torch.linalg.solve", info, v["batched"],
                  lambda i: "The solver failed because the input matrix is singular.")
-    # left=False solved A^T X^T = B^T: the buffer holds X^T column-major, X row-major
-    x = _matrices(result) if m.left else result
-    return x.squeeze(-1) if m.vector else x
+    # left=False solved A^T X^T = B^T: X^T is column-major, X row-major, as in PyTorch
+    x = result if v["left"] else _transpose_last(result)
+    return x.squeeze(-1) if v["vector"] else x
 
 
 # --- factorizations ------------------------------------------------------------------------
 
-def _cholesky_meta(op, A, upper, check_errors, ex):
+def _cholesky_meta(op, A, check_errors, ex):
     batch, nb, n = _square(op, A, "cholesky_cpu")
     outputs = (_colmajor(batch, n, n, A._dtype),)
     info = (batch, D.int32)
     if ex:
         outputs += (info,)
-    return Meta(*outputs, inputs={"self": _transpose_last(A)}, nb=nb, n=n, batched=len(batch) > 0,
-                check_errors=check_errors, **({} if ex else {"info": info}))
+    values = {"nb": nb, "n": n, "batched": len(batch) > 0, "check_errors": check_errors}
+    if not ex:
+        values["info"] = info
+    return meta_of(outputs, None, values)
 
 
 def cholesky_meta(self, upper=False):
-    return _cholesky_meta("linalg.cholesky", self, upper, True, False)
+    return _cholesky_meta("linalg.cholesky", self, True, False)
 
 
 def cholesky_finish(m, result, info):
-    _raise_first("linalg.cholesky", info, m.batched, _not_pd)
-    return _matrices(result)
+    _raise_first("linalg.cholesky", info, m.values["batched"], _not_pd)
+    return result
 
 
 def cholesky_ex_meta(self, upper=False, check_errors=False):
-    return _cholesky_meta("linalg.cholesky", self, upper, check_errors, True)
+    return _cholesky_meta("linalg.cholesky", self, check_errors, True)
 
 
 def cholesky_ex_finish(m, L, info):
-    if m.check_errors:
-        _raise_first("linalg.cholesky_ex", info, m.batched, _not_pd)
-    return return_types.linalg_cholesky_ex(_matrices(L), info)
+    if m.values["check_errors"]:
+        _raise_first("linalg.cholesky_ex", info, m.values["batched"], _not_pd)
+    return return_types.linalg_cholesky_ex(L, info)
 
 
 def solve_triangular_meta(self, B, upper, left=True, unitriangular=False):
@@ -261,13 +279,8 @@ def solve_triangular_meta(self, B, upper, left=True, unitriangular=False):
     m, n = B._shape[-2:]
     k = A._shape[-1]
     # trsm reads A, which broadcasts to the batch; B is cast to A's dtype, as in PyTorch
-    return Meta(_colmajor(batch, m, n, A._dtype),
-                inputs={"self": _expand(_transpose_last(A), batch + (k, k)), "B": _transpose_last(B)},
-                nb=numel(batch), m=m, n=n)
-
-
-def colmajor_finish(m, result):
-    return _matrices(result)
+    return meta_of((_colmajor(batch, m, n, A._dtype),), {"self": _expand(_transpose_last(A), batch + (k, k))},
+                   {"nb": numel(batch), "m": m, "n": n})
 
 
 def qr_meta(A, mode="reduced"):
@@ -285,12 +298,12 @@ def qr_meta(A, mode="reduced"):
     rrows = m if mode == "complete" else k
     # PyTorch's Q for mode='r' is an empty 1-D tensor
     q = _colmajor(batch, m, qcols, A._dtype) if mode != "r" else ((0,), A._dtype)
-    return Meta(q, _colmajor(batch, rrows, n, A._dtype), inputs={"A": _transpose_last(A)}, nb=numel(batch),
-                m=m, n=n, qcols=qcols, rrows=rrows, q_wanted=mode != "r", info=(batch, D.int32))
+    return meta_of((q, _colmajor(batch, rrows, n, A._dtype)), {"A": _transpose_last(A)}, {
+        "nb": numel(batch), "m": m, "n": n, "qcols": qcols, "rrows": rrows, "info": (batch, D.int32)})
 
 
 def qr_finish(m, Q, R, info):
-    return return_types.linalg_qr(_matrices(Q) if m.q_wanted else Q, _matrices(R))
+    return return_types.linalg_qr(Q, R)
 
 
 def svd_meta(A, full_matrices=False, compute_uv=True, driver=None):
@@ -312,17 +325,15 @@ def svd_meta(A, full_matrices=False, compute_uv=True, driver=None):
         vh = _colmajor(batch, n if full_matrices else k, n, dt)
     # without singular values the full factors are the identity (LAPACK leaves them alone)
     empty_sides = k == 0 and compute_uv and full_matrices
-    return Meta(u, (batch + (k,), dt), vh, inputs={"A": _transpose_last(A)}, nb=numel(batch), m=m, n=n,
-                jobz=ord(jobz), compute_uv=compute_uv, batched=len(batch) > 0,
-                eye_u=F.eye(m, dtype=dt) if empty_sides else None, eye_v=F.eye(n, dtype=dt) if empty_sides else None,
-                a=(batch + (n, m), dt), info=(batch, D.int32))
+    return meta_of((u, (batch + (k,), dt), vh), None, {
+        "nb": numel(batch), "m": m, "n": n, "jobz": ord(jobz), "batched": len(batch) > 0,
+        "eye_u": _identity(m, dt) if empty_sides else None, "eye_v": _identity(n, dt) if empty_sides else None,
+        "a": _colmajor(batch, m, n, dt), "info": (batch, D.int32)})
 
 
 def svd_finish(m, U, S, Vh, a, info):
-    _raise_first("linalg.svd", info, m.batched, lambda i: (
+    _raise_first("linalg.svd", info, m.values["batched"], lambda i: (
         "The algorithm failed to converge because the input matrix contained non-finite values."))
-    if m.compute_uv:
-        U, Vh = _matrices(U), _matrices(Vh)
     return return_types._linalg_svd(U, S, Vh)
 
 
@@ -337,17 +348,17 @@ def eigh_meta(A, UPLO="L", compute_v=True):
     n = A._shape[-1]
     batch = A._shape[:-2]
     # the eigenvectors overwrite the work copy of A, wanted or not
-    return Meta((batch + (n,), A._dtype), _colmajor(batch, n, n, A._dtype), inputs={"A": _transpose_last(A)},
-                nb=numel(batch), n=n, upper=1 if UPLO in ("U", "u") else 0, compute_v=compute_v,
-                batched=len(batch) > 0, info=(batch, D.int32))
+    return meta_of(((batch + (n,), A._dtype), _colmajor(batch, n, n, A._dtype)), None, {
+        "nb": numel(batch), "n": n, "upper": 1 if UPLO in ("U", "u") else 0, "compute_v": compute_v,
+        "batched": len(batch) > 0, "info": (batch, D.int32)})
 
 
 def eigh_finish(m, eigenvalues, eigenvectors, info):
-    _raise_first("linalg.eigh", info, m.batched, lambda i: (
+    _raise_first("linalg.eigh", info, m.values["batched"], lambda i: (
         "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
         f"repeated eigenvalues (error code: {i})."))
-    v = _matrices(eigenvectors) if m.compute_v else _placeholder(eigenvectors)
-    return return_types._linalg_eigh(eigenvalues, v)
+    vectors = eigenvectors if m.values["compute_v"] else _placeholder(eigenvectors)
+    return return_types._linalg_eigh(eigenvalues, vectors)
 
 
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
@@ -391,35 +402,36 @@ def lstsq_meta(self, b, rcond=None, driver=None):
     use_gelsd = driver in ("gelsd", "gelss")
     # LAPACK writes X over B, in a buffer of max(m, n) rows: B's columns padded with zeros
     ldb = max(m, n)
-    bt = _transpose_last(Bm)
     if ldb > m:
-        bt = F.pad(bt, [0, ldb - m])
+        Bm = F.pad(Bm, [0, 0, 0, ldb - m])
     # gelsd rejects an empty right-hand side: empty problems run no matrix (rank 0)
     runs = numel(batch) if m and n and k else 0
     if driver == "gels" and not runs:
         # LAPACK's gels, PyTorch's, zeroes B for an empty problem (gelsy, which serves it here, does not)
-        bt = F.zeros_like(bt)
-    return Meta(_colmajor(batch, ldb, k, dt), ((0,), dt), (batch, D.int64),
-                (batch + (min(m, n),) if use_gelsd else (0,), dt),
-                inputs={"self": _transpose_last(A), "b": bt},
-                runs=runs, gelsd=1 if use_gelsd else 0, cutoff=float(rcond),
-                m=m, n=n, k=k, driver=driver, vector=vector, batched=len(batch) > 0,
-                a=(batch + (n, m), dt), info=(batch, D.int32))
+        Bm = F.zeros_like(Bm)
+    outputs = (_colmajor(batch, ldb, k, dt), ((0,), dt), (batch, D.int64),
+               (batch + (min(m, n),) if use_gelsd else (0,), dt))
+    return meta_of(outputs, {"b": Bm}, {
+        "runs": runs, "gelsd": 1 if use_gelsd else 0, "cutoff": float(rcond), "m": m, "n": n, "k": k,
+        "driver": driver, "vector": vector, "batched": len(batch) > 0, "a": _colmajor(batch, m, n, dt),
+        "info": (batch, D.int32)})
 
 
 def lstsq_finish(m, solution, residuals, rank, singular_values, a, info):
-    _raise_first("torch.linalg.lstsq", info, m.batched, lambda i: (
+    v = m.values
+    _raise_first("torch.linalg.lstsq", info, v["batched"], lambda i: (
         "The least squares solution could not be computed because the input matrix does not have full rank "
         f"(error code: {i})."))
-    full = _matrices(solution)
-    x = full.narrow(-2, 0, m.n)
-    if m.m > m.n and m.driver != "gelsy":
-        if m.driver == "gels" or all(int(v) == m.n for v in rank.reshape(-1).tolist()):
+    rows, cols, driver = v["m"], v["n"], v["driver"]
+    full = solution
+    x = full.narrow(-2, 0, cols)
+    if rows > cols and driver != "gelsy":
+        if driver == "gels" or all(int(r) == cols for r in rank.reshape(-1).tolist()):
             # the vector case keeps its trailing 1, as PyTorch's does
-            residuals = (full.narrow(-2, m.n, m.m - m.n) ** 2).sum(-2)
-    if m.driver == "gels":
+            residuals = (full.narrow(-2, cols, rows - cols) ** 2).sum(-2)
+    if driver == "gels":
         rank = _placeholder(rank)
-    return return_types.linalg_lstsq(x.squeeze(-1) if m.vector else x, residuals, rank, singular_values)
+    return return_types.linalg_lstsq(x.squeeze(-1) if v["vector"] else x, residuals, rank, singular_values)
 
 
 # --- pseudo-inverse ----------------------------------------------------------------------

@@ -19,7 +19,7 @@ from pytorchlite import _dtype as D
 from pytorchlite._C import MAX_DIMS
 from pytorchlite._core import numel, contiguous_strides, to_dtype
 from pytorchlite._promotion import result_type_of
-from pytorchlite._structured import Done, Meta, impls
+from pytorchlite._structured import Done, impls, meta_of
 from pytorchlite._views import make_view
 from pytorchlite._ops import ops as F
 
@@ -55,10 +55,12 @@ def _view(t, shape, stride):
 
 def _transpose_last(t):
     """t.mT: the last two dimensions swapped (a view)."""
-    s, st = list(t._shape), list(t._stride)
-    s[-1], s[-2] = s[-2], s[-1]
-    st[-1], st[-2] = st[-2], st[-1]
-    return _view(t, s, st)
+    s, st = t._shape, t._stride
+    v = make_view(t, s[:-2] + (s[-1], s[-2]), st[:-2] + (st[-1], st[-2]), t._offset)
+    if t._contig and s[-1] > 1 and s[-2] > 1 and 0 not in s:
+        # known without looking at the strides: LAPACK's inputs are such views, made contiguous
+        v._contig = False
+    return v
 
 
 def _contiguous_view(t, shape):
@@ -79,6 +81,8 @@ def _expand_strides(op_shape, op_stride, target):
 def _expand(t, target):
     """t.expand(target) with PyTorch's messages (expand_size in the add* ops)."""
     shape = t._shape
+    if shape == tuple(target):
+        return t
     target = list(target)
     if len(shape) > len(target):
         raise RuntimeError(
@@ -91,8 +95,6 @@ def _expand(t, target):
             raise RuntimeError(
                 f"The expanded size of the tensor ({target[i]}) must match the existing size ({size}) at "
                 f"non-singleton dimension {i}.  Target sizes: {target}.  Tensor sizes: {list(shape)}")
-    if tuple(target) == shape:
-        return t
     return _view(t, target, _expand_strides(shape, t._stride, target))
 
 
@@ -131,12 +133,10 @@ def _add_product(shape, dtype, self, alpha, beta):
     the product is added (ops.yaml `init:`): self when it contributes; with beta == 0
     PyTorch ignores self entirely, so NaN in it does not propagate. Then alpha and beta as
     the kernel's (double, int64) pairs."""
-    m = Meta((shape, dtype))
     ad, ai = _coef(alpha, dtype)
     bd, bi = _coef(beta, dtype)
-    # set as a dict: as keyword arguments they cost as much as the rest of a 2x2 addmm
-    m.values = {"seed": self if beta != 0 else None, "alpha_d": ad, "alpha_i": ai, "beta_d": bd, "beta_i": bi}
-    return m
+    return meta_of(((shape, dtype),), None,
+                   {"seed": self if beta != 0 else None, "alpha_d": ad, "alpha_i": ai, "beta_d": bd, "beta_i": bi})
 
 
 # --- mm / addmm ----------------------------------------------------------------------------
@@ -436,4 +436,4 @@ def matmul_meta(self, other):
     kernel_shape = tuple(batch + [n, p])
     shape = tuple(batch + ([n] if d1 > 1 else []) + ([p] if d2 > 1 else []))
     spec = (shape, self._dtype) if shape == kernel_shape else (shape, self._dtype, kernel_shape)
-    return Meta(spec, inputs={"self": a, "other": b})
+    return meta_of((spec,), {"self": a, "other": b}, None)

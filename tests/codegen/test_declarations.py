@@ -19,6 +19,7 @@ int ptl_desc(const ptl_tensor *in, ptl_tensor *out, double scale, int64_t *count
 void ptl_nothing(int x);
 int ptl_mat(int dtype, intptr_t c, intptr_t a, int64_t m, int64_t rs, int64_t cs);
 int ptl_batch(const ptl_tensor *ts, int flag, int32_t *info);
+int ptl_piv(intptr_t a, int32_t *piv, int32_t *info);
 """
 
 
@@ -44,7 +45,7 @@ def _error(fn, *args):
 
 def test_prototypes_are_parsed_without_comments():
     protos = structured.parse_prototypes(CDEFS)
-    assert sorted(protos) == ["ptl_batch", "ptl_desc", "ptl_mat", "ptl_nothing", "ptl_rows"]
+    assert sorted(protos) == ["ptl_batch", "ptl_desc", "ptl_mat", "ptl_nothing", "ptl_piv", "ptl_rows"]
     rows = protos["ptl_rows"]
     assert rows.ret == "int" and [p.name for p in rows.params] == ["dtype", "x", "y", "outer", "n", "inner", "flag"]
     kinds = [p.kind for p in protos["ptl_desc"].params]
@@ -162,9 +163,34 @@ def test_descriptor_lists_scratch_init_and_finish(tmp_path):
     assert v.ndesc == 3 and v.args[0] == "_descs"
     assert v.describe == ["_S.describe(_descs, 0, _o_R, _m.outputs[0])", "_S.describe(_descs, 1, _i_A)",
                           "_S.describe(_descs, 2, _s_work)"]
-    assert v.inits == [("_s_work", "_i_A"), ("_o_R", "_v['eye']"), ("_o_info", "0")]
-    assert v.args[2] == "_S.pointer(_o_info, 'int32_t *')"
+    # a tensor argument is copied in (None: nothing), a precomputed value may be a tensor or a number
+    assert v.inits == ["if _i_A is not None: _S.copy_into(_s_work, _i_A)", "_S.init(_o_R, _v['eye'])",
+                       "_S.fill(_o_info, 0)"]
+    assert v.args[2] == "(_NULL if _o_info is None else _ffi.cast('int32_t *', " \
+                        "_o_info._storage.ptr + _o_info._offset * _o_info._dtype.itemsize))"
     assert (v.finish_module, v.finish_function, v.scratch, v.bare) == ("m2", "fact_finish", ["work", "pivots"], False)
+
+
+PIVOTS = """
+    - func: lu(Tensor A) -> Tensor
+      variants: function
+      structured:
+        meta: m.lu_meta
+        scratch: [piv, info]
+        init: {result: A}
+        cpu: ptl_piv(a=result, piv=piv, info=info)
+        finish: m.lu_finish
+"""
+
+
+def test_scratch_bound_to_typed_pointers_are_c_arrays(tmp_path):
+    (v,) = _views(tmp_path, PIVOTS)
+    assert v.carrays == {"piv": "int32_t[]", "info": "int32_t[]"} and v.args[1:] == ["_s_piv", "_s_info"]
+    src = _render([v])
+    compile(src, "structured.py", "exec")
+    assert "_s_piv = _S.carray(\"int32_t[]\", _v['piv'])" in src
+    msg = _error(_views, tmp_path, PIVOTS.replace("init: {result: A}", "init: {result: A, info: 0}"))
+    assert "init: scratch 'info' is a C array (bound to a int32_t *): it starts zeroed" in msg, msg
 
 
 def _render(views):
@@ -180,7 +206,7 @@ def test_generated_impls_compile(tmp_path):
     compile(src, "structured.py", "exec")
     mat, fac2, rows = src.split("\ndef ")[1:]
     assert "if _m.__class__ is tuple:" in mat and "if _m.__class__ is tuple:" not in rows
-    assert "_S.init(_s_work, _i_A)" in fac2 and "return _meta1.fac2_finish(_m, _o_R, _o_info, _s_work, _s_pivots, )" in fac2
+    assert "_S.copy_into(_s_work, _i_A)" in fac2 and "return _meta1.fac2_finish(_m, _o_R, _o_info, _s_work, _s_pivots, )" in fac2
 
 
 @pytest.mark.parametrize("call, message", [
@@ -229,6 +255,13 @@ def test_runtime_init_and_late_bound_impls():
     S.init(t, None)                                # nothing
     assert t.tolist() == [[0.0] * 3] * 2
     assert S.impls.mm__cpu is G.mm__cpu
+    # column-major outputs: the transposed view of a contiguous buffer, as LAPACK writes them
+    spec = ((2, 3, 4), P.float64, S.COLUMN_MAJOR)
+    t = S.output(spec, t.device, None)
+    assert t.shape == (2, 3, 4) and t.stride() == (12, 1, 3) and S.finish(t, spec) is t
+    assert not S.fits(P.empty(2, 3, 4, dtype=P.float64), spec, t.device, None, ())
+    m = S.meta_of((spec,), None, {"n": 3})
+    assert (m.outputs, m.compute, m.inputs, m.values, m.n) == ((spec,), None, None, {"n": 3}, 3)
 
 
 def test_a_fitting_out_is_written_by_the_kernel():
