@@ -200,6 +200,18 @@ def _render(views):
     return _env().get_template("structured.py.j2").render(header="test", views=views, meta_modules=[])
 
 
+def test_a_launcher_gets_a_meta_and_the_scratch(tmp_path):
+    launched = STRIDED + "        cuda: pytorchlite.cuda._kernels.mat\n"
+    views = {v.device: v for v in _views(tmp_path, launched)}
+    src = _render([views["cuda"]])
+    compile(src, "structured.py", "exec")
+    assert "_m = _S.Meta(_m)" in src          # a bare answer: the launcher takes a Meta
+    views = {v.device: v for v in _views(tmp_path, BATCHED + "        cuda: pytorchlite.cuda._kernels.fact\n")}
+    src = _render([views["cuda"]])
+    compile(src, "structured.py", "exec")
+    assert "work=_s_work, pivots=_s_pivots)" in src and "_meta1.fact_finish(" in src
+
+
 def test_generated_impls_compile(tmp_path):
     src = _render(_views(tmp_path, STRIDED) + _views(tmp_path, BATCHED.replace("fact", "fac2")) +
                   _views(tmp_path, GOOD))
