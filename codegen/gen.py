@@ -573,10 +573,11 @@ def render_all(root=ROOT):
     fast_ops = sorted({o["fast"]["name"] for o in py_operators if o["fast"]})
 
     st_views = structured.views(ops, root)
-    meta_modules = sorted({v.meta_module for v in st_views})
+    meta_modules = sorted({v.meta_module for v in st_views} | {v.finish_module for v in st_views if v.finish_module})
     aliases = {m: f"_meta{i}" for i, m in enumerate(meta_modules)}
     for v in st_views:
         v.meta_alias = aliases[v.meta_module]
+        v.finish_alias = aliases.get(v.finish_module)
 
     shards = {}
     for v in pw_views:

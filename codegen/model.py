@@ -254,8 +254,9 @@ def _parse_entry(raw, file):
         kind = kinds[0]
     if kind == "structured":
         # a kernel whose impl codegen writes (generated/structured.py) around a meta function
-        meta, pre, calls = structured_mod.parse(e.pop("structured"), schema, fail)
-        structured = structured_mod.Structured(meta, pre, calls)
+        raw = e.pop("structured")
+        meta, pre, calls = structured_mod.parse(raw, schema, fail)
+        structured = structured_mod.Structured(meta, pre, calls, **structured_mod.parse_extras(raw, fail))
         e["kernel"] = {dev: f"pytorchlite.generated.structured.{schema.name}__{dev}" for dev, _ in calls}
         kind = "kernel"
 

@@ -28,6 +28,38 @@ kernels/cdefs.h: the function exists and returns a status (`int`), every paramet
 bound exactly once, and each value fits the parameter's C type. The generated impl
 allocates the outputs, prepares the operands, makes the call, checks the status naming
 the operator, and returns the outputs (a named tuple for named returns).
+
+Value forms for operands the kernel reads with strides of its own choosing:
+
+* `X.data_ptr()` (an `intptr_t` parameter): the address of X's first element as X is,
+  not made contiguous; the call passes the layout itself, e.g. with `X.stride(0)`.
+* `X.size(d)`, `X.stride(d)` (integer parameters): one size or stride of X, d a number.
+* `[X, Y, Z]` (a `ptl_tensor *` parameter): consecutive descriptors, one per tensor.
+
+Optional keys, for kernels that need more than outputs in and out (LAPACK's batched
+factorizations: a column-major work copy of the input, pivots, one `info` per matrix):
+
+    - func: linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor
+      structured:
+        meta: pytorchlite._kernels.lapack.cholesky_meta
+        precomputed: [nb, n]
+        scratch: [info]
+        init: {result: self}
+        cpu: ptl_lapack_cholesky(dtype=self.dtype, batch=nb, n=n, a=result, upper=upper, info=info)
+        finish: pytorchlite._kernels.lapack.cholesky_finish
+
+* `scratch:` names temporaries the call binds like outputs; the meta function gives each
+  one's `(shape, dtype)` as a value of that name. One bound to typed pointers only
+  (`int32_t *info`) is a zeroed C array of that type, not a tensor.
+* `init:` maps an output or a scratch tensor to what it holds before the call: a tensor
+  argument (as the meta function gave it in `inputs=`; None leaves the target as it is),
+  a precomputed value (a tensor, a number, or None) or a number. Tensors broadcast.
+* An output or scratch spec `(shape, dtype, COLUMN_MAJOR)` (pytorchlite/_structured.py)
+  stores its matrices column-major, as LAPACK writes them and PyTorch returns them.
+* `finish:` names a function called after the status check as
+  `finish(meta, *outputs, *scratch)` (schema order, then scratch order); what it returns is
+  the operator's result (PyTorch's per-matrix error checks, views of the outputs). Without
+  it the outputs are returned as they are, and `out=` is written directly when it fits.
 """
 
 from __future__ import annotations
@@ -126,6 +158,38 @@ class Structured:
     meta: str
     precomputed: tuple
     calls: tuple
+    scratch: tuple = ()      # names of temporaries (specs from the meta function)
+    init: tuple = ()         # ((target, source text), ...)
+    finish: str = ""         # "module.function" run after the call, or ""
+
+
+EXTRA_KEYS = ("scratch", "init", "finish")
+
+
+def parse_extras(raw, fail):
+    """The optional keys of a `structured:` block: {'scratch': (...), 'init': (...), 'finish': str}."""
+    out = {}
+    scratch = raw.get("scratch", [])
+    if isinstance(scratch, str):
+        scratch = [p.strip() for p in scratch.split(",") if p.strip()]
+    if not isinstance(scratch, list) or not all(isinstance(p, str) and p.isidentifier() for p in scratch):
+        raise fail("'scratch' must list the names of the temporaries the C call binds")
+    if scratch:
+        out["scratch"] = tuple(scratch)
+    init = raw.get("init", {})
+    if isinstance(init, dict):
+        init = {k: v for k, v in init.items() if k != "__line__"}
+    if not isinstance(init, dict) or not all(isinstance(k, str) and k.isidentifier() for k in init) or \
+            not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in init.values()):
+        raise fail("'init' must map an output or scratch name to a tensor argument, a precomputed name or a number")
+    if init:
+        out["init"] = tuple((k, str(v)) for k, v in init.items())
+    finish = raw.get("finish")
+    if finish is not None:
+        if not isinstance(finish, str) or "." not in finish:
+            raise fail("'finish' must name a 'module.function' (called with the meta result and the outputs)")
+        out["finish"] = finish
+    return out
 
 
 def parse(raw, schema, fail):
@@ -143,8 +207,11 @@ def parse(raw, schema, fail):
         raise fail("'precomputed' must list the names of values the meta function computes")
     calls = []
     for dev in sorted(raw):
+        if dev in EXTRA_KEYS:
+            continue
         if dev not in DEVICES:
-            raise fail(f"structured: unknown key '{dev}' (known: meta, precomputed, {', '.join(DEVICES)})")
+            raise fail(f"structured: unknown key '{dev}' (known: meta, precomputed, {', '.join(EXTRA_KEYS)}, "
+                       f"{', '.join(DEVICES)})")
         src = raw[dev]
         if dev in LAUNCHER_DEVICES:
             if not isinstance(src, str) or "." not in src or "(" in src:
@@ -164,7 +231,7 @@ def _outputs(schema):
     return [r.name or f"result{i}" for i, r in enumerate(rets)]
 
 
-def check_call(op_where, schema, precomputed, device, src, protos):
+def check_call(op_where, schema, precomputed, device, src, protos, scratch=()):
     """Parse and check one device's call against its C prototype -> Call."""
     def fail(msg):
         from .model import CodegenError
@@ -186,11 +253,11 @@ def check_call(op_where, schema, precomputed, device, src, protos):
         raise fail(f"{fname} returns {proto.ret}, not an int status")
     tensors = {a.name for a in schema.arguments if a.type.is_tensor and not a.type.is_list}
     scalars = {a.name: a for a in schema.arguments if not a.type.is_tensor}
-    outputs = set(_outputs(schema))
+    outputs = set(_outputs(schema)) | set(scratch)
     clash = sorted(set(precomputed) & (tensors | set(scalars) | outputs))
     if clash:
-        raise fail(f"precomputed value '{clash[0]}' has the name of an argument or output (which a call "
-                   "would bind instead): rename it")
+        raise fail(f"precomputed value '{clash[0]}' has the name of an argument, output or scratch tensor "
+                   "(which a call would bind instead): rename it")
     given = {}
     if len(tree.args) > len(proto.params):
         raise fail(f"{fname} takes {len(proto.params)} arguments, {len(tree.args)} given")
@@ -219,6 +286,9 @@ def check_call(op_where, schema, precomputed, device, src, protos):
 def _binding(p, node, text, tensors, scalars, precomputed, fail, outputs=frozenset()):
     kind = p.kind
     where = f"parameter '{p.ctype} {p.name}' <- {text}"
+    strided = _strided_binding(p, node, where, tensors, fail)
+    if strided is not None:
+        return strided
     if isinstance(node, ast.Name) and node.id == "null":
         if kind not in ("descriptor", "pointer", "address"):
             raise fail(f"{where}: null needs a pointer parameter")
@@ -271,6 +341,64 @@ def _binding(p, node, text, tensors, scalars, precomputed, fail, outputs=frozens
                "name, a number or null)")
 
 
+def _strided_binding(p, node, where, tensors, fail):
+    """X.data_ptr(), X.size(d), X.stride(d) and [X, Y, ...]: operands the kernel reads in
+    their own layout (None when the value is none of these)."""
+    kind = p.kind
+    if isinstance(node, ast.List):
+        names = [e.id if isinstance(e, ast.Name) else None for e in node.elts]
+        if not names or None in names or any(n not in tensors for n in names):
+            raise fail(f"{where}: a list must name tensor arguments or outputs")
+        if kind != "descriptor":
+            raise fail(f"{where}: a list of tensors needs a ptl_tensor * parameter")
+        return Binding(p, ast.unparse(node), "descriptors", value=tuple(names))
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("data_ptr", "size", "stride") and not node.keywords):
+        return None
+    obj, method = node.func.value, node.func.attr
+    if not (isinstance(obj, ast.Name) and obj.id in tensors):
+        raise fail(f"{where}: {method}() needs a tensor argument or output")
+    if method == "data_ptr":
+        if node.args or kind != "address":
+            raise fail(f"{where}: data_ptr() takes no argument and needs an intptr_t parameter")
+        return Binding(p, ast.unparse(node), "data_ptr", obj.id)
+    try:
+        (d,) = [ast.literal_eval(a) for a in node.args]
+    except ValueError:
+        d = None
+    if not isinstance(d, int) or isinstance(d, bool):
+        raise fail(f"{where}: {method}() takes one dimension, a number")
+    if kind != "int":
+        raise fail(f"{where}: {method}() needs an integer parameter")
+    return Binding(p, ast.unparse(node), method, obj.id, d)
+
+
+def check_extras(op_where, schema, st):
+    """scratch, init and finish of one entry, against its schema and precomputed names."""
+    def fail(msg):
+        from .model import CodegenError
+        return CodegenError(f"{op_where}: structured: {msg}")
+
+    outputs = _outputs(schema)
+    tensors = {a.name for a in schema.arguments if a.type.is_tensor and not a.type.is_list}
+    for name in st.scratch:
+        if name in outputs or name in tensors or name in st.precomputed:
+            raise fail(f"scratch '{name}' is already an argument, an output or a precomputed name")
+    for target, source in st.init:
+        if target not in outputs and target not in st.scratch:
+            raise fail(f"init: '{target}' is not an output or a scratch tensor (outputs: {', '.join(outputs)})")
+        if source not in tensors and source not in st.precomputed and _number(source) is None:
+            raise fail(f"init: {target} <- {source}: not a tensor argument, a precomputed name or a number")
+
+
+def _number(text):
+    try:
+        v = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return None
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
 # --- rendering --------------------------------------------------------------------------------
 
 class StructuredView:
@@ -302,25 +430,91 @@ class StructuredView:
             self.device_expr = "_a.factory_device(device)"
         else:
             self.device_expr = "_CPU"
+        st = op.structured
+        self.scratch = list(st.scratch)
+        # scratch bound only to typed pointers (pivots, infos) are C arrays of that type:
+        # cheaper than tensors, and they start zeroed
+        params = {}
+        for b in getattr(call, "bindings", ()):       # a launcher has none: its scratch are tensors
+            if b.kind == "tensor" and b.name in self.scratch:
+                params.setdefault(b.name, []).append(b.param)
+        self.carrays = {}
+        for name, ps in params.items():
+            if all(p.kind == "pointer" for p in ps) and len({p.ctype for p in ps}) == 1:
+                self.carrays[name] = ps[0].ctype.replace("const ", "").replace("*", "").strip() + "[]"
+        finish_module, _, self.finish_function = st.finish.rpartition(".")
+        self.finish_module = finish_module or None
+        self.uses_values = bool(st.precomputed or st.scratch)
+        # the meta function may answer with a bare (shape, dtype) when there is nothing else
+        self.bare = len(self.outputs) == 1 and not (self.uses_values or st.init or st.finish)
         if isinstance(call, Launcher):
             # every tensor argument goes to the launcher contiguous, in the compute dtype
             self.launcher = call.target
             self.inputs = [(t, True) for t in self.tensor_args]
-            self.ndesc = 0
-            self.args = []
+        else:
+            self.function = call.function
+            uses = {}
+            for b in call.bindings:
+                if b.kind in ("tensor", "contiguous"):
+                    uses.setdefault(b.name, set()).add(b.kind if b.kind == "contiguous" else b.param.kind)
+                elif b.kind in ("data_ptr", "size", "stride", "dtype", "numel"):
+                    uses.setdefault(b.name, set()).add("strided")
+                elif b.kind == "descriptors":
+                    for t in b.value:
+                        uses.setdefault(t, set()).add("strided")
+            for _, source in st.init:
+                uses.setdefault(source, set()).add("strided")
+            # an input bound to an address or a typed pointer (or passed as contiguous(X)) is
+            # read contiguous: the kernel walks it as one block
+            self.inputs = [(t, bool(uses[t] & {"address", "pointer", "contiguous"}))
+                           for t in self.tensor_args if t in uses]
+        self.strided = [t for t, contiguous in self.inputs if not contiguous]
+        self.strided_vars = [f"_i_{t}" for t in self.strided]
+        # init statements: a tensor argument (as the meta function gave it; None: nothing) is
+        # copied in, a number filled in, a precomputed value is either (_S.init)
+        self.inits = []
+        for target, source in st.init:
+            if target in self.carrays:
+                from .model import CodegenError
+                raise CodegenError(f"{op.where}: structured: init: scratch '{target}' is a C array (bound to a "
+                                   f"{self.carrays[target][:-2]} *): it starts zeroed and takes no init")
+            t = self._var(target)
+            if source in self.tensor_args:
+                self.inits.append(f"if {self._var(source)} is not None: _S.copy_into({t}, {self._var(source)})")
+            elif source in st.precomputed:
+                self.inits.append(f"_S.init({t}, _v[{source!r}])")
+            else:
+                self.inits.append(f"_S.fill({t}, {source})")
+        # what an out= tensor must not share memory with: the operands and what is copied in
+        self.reads = [f"_i_{t}" for t, _ in self.inputs] + [
+            f"_v[{source!r}]" for _, source in st.init if source in st.precomputed]
+        self.ndesc = 0
+        self.describe = []     # statements filling descriptor lists before the call
+        self.args = []
+        if self.launcher:
             return
-        self.function = call.function
-        uses = {}
+        self.ndesc = sum(1 for b in call.bindings
+                         if b.kind in ("tensor", "contiguous") and b.param.kind == "descriptor")
+        self.ndesc += sum(len(b.value) for b in call.bindings if b.kind == "descriptors")
+        k = 0
         for b in call.bindings:
-            if b.kind in ("tensor", "contiguous"):
-                uses.setdefault(b.name, set()).add(b.kind if b.kind == "contiguous" else b.param.kind)
-        # an input bound to an address or a typed pointer (or passed as contiguous(X)) is
-        # read contiguous: the kernel walks it as one block
-        self.inputs = [(t, bool(uses.get(t, set()) & {"address", "pointer", "contiguous"}))
-                       for t in self.tensor_args if t in uses]
-        described = [b for b in call.bindings if b.kind in ("tensor", "contiguous") and b.param.kind == "descriptor"]
-        self.ndesc = len(described)
-        self.args = [self._arg(b, described.index(b) if b in described else 0) for b in call.bindings]
+            self.args.append(self._arg(b, k))
+            if b.kind in ("tensor", "contiguous") and b.param.kind == "descriptor":
+                k += 1
+            elif b.kind == "descriptors":
+                for i, t in enumerate(b.value):
+                    spec = f", {self._spec(t)}" if t in self.outputs else ""
+                    self.describe.append(f"_S.describe(_descs, {k + i}, {self._var(t)}{spec})")
+                k += len(b.value)
+
+    def _spec(self, output):
+        """The expression of an output's spec in the generated impl."""
+        if len(self.outputs) == 1 and not self.finish_module:
+            return "_spec"
+        return f"_m.outputs[{self.outputs.index(output)}]"
+
+    def _var(self, name):
+        return f"_s_{name}" if name in self.scratch else _t(name, self.outputs)
 
     def _arg(self, b, k):
         p = b.param
@@ -331,18 +525,34 @@ class StructuredView:
         if b.kind == "scalar":
             return f"{'int' if p.kind == 'int' else 'float'}({_v(b.name)})"
         if b.kind == "precomputed":
-            return f"_m.values[{b.name!r}]"
-        var = _t(b.name, self.outputs)
+            return f"_v[{b.name!r}]"
+        if b.kind == "descriptors":
+            return f"_descs + {k}" if k else "_descs"
+        var = self._var(b.name)
+        if b.kind == "data_ptr":
+            # inline: a call costs more than the arithmetic on the matrix-product paths
+            return f"{var}._storage.ptr + {var}._offset * {var}._dtype.itemsize"
+        if b.kind in ("size", "stride"):
+            return f"{var}._{'shape' if b.kind == 'size' else 'stride'}[{b.value}]"
         if b.kind == "dtype":
             return f"{var}._dtype.code"
         if b.kind == "numel":
             return f"_S.size({var})"
         if p.kind == "descriptor":
-            spec = f", _m.outputs[{self.outputs.index(b.name)}]" if b.name in self.outputs else ""
+            spec = f", {self._spec(b.name)}" if b.name in self.outputs else ""
             return f"_S.describe(_descs, {k}, {var}{spec})"
+        if b.name in self.carrays:
+            return var
+        # a single output and scratch tensors are never None: their addresses are computed
+        # inline (a call costs more than the arithmetic)
+        never_none = (var.startswith("_o_") and len(self.outputs) == 1 and not self.finish_module
+                      or var.startswith("_s_"))
+        at = f"{var}._storage.ptr + {var}._offset * {var}._dtype.itemsize"
         if p.kind == "address":
-            return f"_S.address({var})"
-        return f"_S.pointer({var}, {p.ctype.replace('const ', '')!r})"
+            return at if never_none else f"(0 if {var} is None else {at})"
+        ctype = p.ctype.replace('const ', '')
+        cast = f"_ffi.cast({ctype!r}, {at})"
+        return cast if never_none else f"(_NULL if {var} is None else {cast})"
 
 
 def _v(name):
@@ -380,10 +590,12 @@ def views(ops, root):
     for op in ops:
         if op.structured is None:
             continue
+        check_extras(op.where, op.schema, op.structured)
         for dev, src in op.structured.calls:
             if dev in LAUNCHER_DEVICES:
                 call = Launcher(dev, src)
             else:
-                call = check_call(op.where, op.schema, op.structured.precomputed, dev, src, protos)
+                call = check_call(op.where, op.schema, op.structured.precomputed, dev, src, protos,
+                                  op.structured.scratch)
             out.append(StructuredView(op, call, named))
     return out

@@ -5,7 +5,10 @@ A structured operator is written in two parts, as torchgen's `structured: True` 
 * **meta** (hand-written, in pytorchlite/_kernels/): PyTorch's checks and the rules that
   decide the outputs. It returns a `Meta`: each output's shape and dtype, optionally the
   dtype the kernel computes in (float16 and bfloat16 widen to float32) and values the
-  kernel call needs (`precomputed:`, e.g. the outer/inner sizes of a softmax row).
+  kernel call needs (`precomputed:`, e.g. the outer/inner sizes of a softmax row). An
+  operator with one output and nothing precomputed may get a bare `(shape, dtype)` tuple
+  instead (no compute dtype, no replaced inputs): building a Meta costs as much as the
+  rest of a 2x2 matrix product's Python.
 * **impl** (generated, generated/structured.py): allocation of the outputs (or writing
   into `out=` when it fits), the operands as the C prototype takes them (a descriptor for
   `const ptl_tensor *`, a contiguous address for `intptr_t`), the C call, the status
@@ -17,10 +20,11 @@ The helpers below are what the generated impls call.
 from pytorchlite import _backends
 from pytorchlite._C import check, ffi, lib
 from pytorchlite._core import (
-    TensorBase, addr, contiguous_strides, copy_into, empty, make, numel, to_dtype,
+    TensorBase, addr, contiguous_strides, copy_into, empty, fill, make, numel, to_dtype,
 )
 
 _new = ffi.new
+_object_new = object.__new__
 _set_desc = lib.ptl_set_desc
 _NULL = ffi.NULL
 _cast = ffi.cast
@@ -53,6 +57,19 @@ class Meta:
             raise AttributeError(f"meta result has no precomputed value '{name}'") from None
 
 
+def meta_of(outputs, inputs, values):
+    """`Meta(*outputs, inputs=inputs, **values)` from a tuple and dicts already built (no
+    compute dtype). Keyword arguments are packed into a dict and out again at each call,
+    which costs a LAPACK call on a 4x4 matrix a tenth of its time."""
+    m = _object_new(Meta)
+    m.outputs = outputs
+    m.compute = None
+    m.inputs = inputs
+    m.values = values
+    m.error = None
+    return m
+
+
 class Done:
     """A meta function's finished answer for inputs where no kernel needs to run (empty
     inputs, a 0-d special case): the generated impl returns `result` as it is."""
@@ -77,15 +94,40 @@ def operand(t, compute, contiguous):
     return t
 
 
+class _ColumnMajor:
+    def __repr__(self):
+        return "COLUMN_MAJOR"
+
+
+COLUMN_MAJOR = _ColumnMajor()
+"""An output spec `(shape, dtype, COLUMN_MAJOR)`: the matrices (last two dimensions) of a
+new output are stored column-major, as LAPACK writes them and as PyTorch returns them
+(the output is the transposed view of a contiguous buffer, whose address the kernel
+gets). Such an output is never written into `out=` directly."""
+
+
 def output(spec, device, compute):
-    """A new contiguous output for `spec` = (shape, dtype[, kernel_shape]), in the compute
-    dtype when there is one; None for an output the meta function left out (None)."""
+    """A new contiguous output for `spec` = (shape, dtype[, kernel_shape or COLUMN_MAJOR]),
+    in the compute dtype when there is one; None for an output the meta function left out
+    (None)."""
     if spec is None:
         return None
     shape, dtype = spec[0], spec[1]
     if compute is not None and dtype.is_floating_point:
         dtype = compute
+    if len(spec) > 2 and spec[2] is COLUMN_MAJOR:
+        shape = tuple(shape)
+        buf = empty(shape[:-2] + (shape[-1], shape[-2]), dtype, device)
+        st = buf._stride
+        return make(buf._storage, shape, st[:-2] + (st[-1], st[-2]), 0, dtype, None, None)
     return empty(tuple(spec[2]) if len(spec) > 2 else tuple(shape), dtype, device)
+
+
+def carray(ctype, spec):
+    """A scratch tensor that the call binds to a typed pointer only (ops.yaml `scratch:`;
+    LAPACK's pivots and infos), as a zeroed C array of numel(spec's shape) elements: a
+    tensor costs three times as much, which shows on small matrices."""
+    return _new(ctype, numel(spec[0]) or 1)
 
 
 def fits(out, spec, device, compute, inputs):
@@ -125,12 +167,13 @@ def describe(descs, k, t, spec=None):
     spec has one); NULL for an absent tensor."""
     if t is None:
         return _NULL
-    if spec is not None and len(spec) > 2:
+    if spec is not None and len(spec) > 2 and spec[2] is not COLUMN_MAJOR:
         shape = tuple(spec[2])
         stride = contiguous_strides(shape)
     else:
         shape, stride = t._shape, t._stride
-    status = _set_desc(descs, k, addr(t), t._dtype.code, len(shape), shape, stride)
+    status = _set_desc(descs, k, t._storage.ptr + t._offset * t._dtype.itemsize, t._dtype.code, len(shape), shape,
+                       stride)
     if status:
         check(status, "descriptor")
     return descs + k
@@ -168,3 +211,33 @@ def raise_error(m, status):
     e = m.error(status)
     if e is not None:
         raise e
+
+
+def init(t, source):
+    """What an output or scratch tensor holds before the call (ops.yaml `init:`): a tensor
+    (broadcast, cast), a number, or nothing for None."""
+    if source is None:
+        return
+    if isinstance(source, TensorBase):
+        copy_into(t, source)
+    else:
+        fill(t, source)
+
+
+class _Impls:
+    """`impls.<op>__<device>`: the generated impl of a structured operator, found when first
+    used. A meta function that hands a case to another structured operator (matmul's 2-D
+    case to mm) calls its impl directly, below autograd and dispatch as the old hand-written
+    kernels called each other; late binding keeps generated/structured.py, which imports
+    the meta functions, out of their modules' imports."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        from pytorchlite.generated import structured
+        fn = getattr(structured, name)
+        setattr(self, name, fn)
+        return fn
+
+
+impls = _Impls()

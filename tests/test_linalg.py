@@ -184,6 +184,31 @@ def test_lstsq(dtype, tol, driver, shape):
     assert r.rank.dtype == P.int64
 
 
+@pytest.mark.parametrize("driver", ["gelsy", "gelsd", "gels", "gelss"])
+@pytest.mark.parametrize("shape", [((4, 0), (4, 2)), ((0, 3), (0, 2)), ((0, 4, 3), (1, 4, 2)), ((4, 3), (4, 0))])
+def test_lstsq_empty(driver, shape):
+    """Empty problems: the solution is zeros, the residuals of an m x 0 system are B's
+    squared norms, rank 0, as in PyTorch (gelsd without right-hand sides, where PyTorch
+    fails an internal assert, is left out)."""
+    sa, sb = shape
+    if driver in ("gelsd", "gelss") and sb[-1] == 0:
+        return
+    b = RNG.standard_normal(sb)
+    r = P.linalg.lstsq(P.ones(sa, dtype=P.float64), P.tensor(b), driver=driver)
+    t = torch.linalg.lstsq(torch.ones(sa, dtype=torch.float64), torch.tensor(b), driver=driver)
+    for f in ("solution", "residuals", "rank", "singular_values"):
+        got, want = getattr(r, f), getattr(t, f)
+        assert tuple(got.shape) == tuple(want.shape) and got.stride() == want.stride(), f
+        close(got, want, 1e-12)
+
+
+def test_solve_without_right_hand_sides_still_factors():
+    """A singular A is an error even when B has no columns, as in PyTorch."""
+    _same_error(lambda: P.linalg.solve(P.zeros(2, 2), P.zeros(2, 0)),
+                lambda: torch.linalg.solve(torch.zeros(2, 2), torch.zeros(2, 0)))
+    assert P.linalg.solve(P.eye(2), P.zeros(3, 2, 0)).shape == (3, 2, 0)
+
+
 # --- errors --------------------------------------------------------------------------------
 
 def _same_error(ours, theirs):

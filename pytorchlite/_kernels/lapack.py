@@ -1,24 +1,32 @@
-"""Kernel entries for the LAPACK-backed linear algebra of `pytorchlite.linalg`: inv, det,
-slogdet, solve, cholesky, qr, svd, eigh, lstsq, solve_triangular (BLAS trsm), the _ex forms
-of inv and cholesky, and pinv (see docs/architecture.md).
+"""The rules of the LAPACK-backed linear algebra of `pytorchlite.linalg`: inv, det,
+slogdet, solve, cholesky, qr, svd, eigh, lstsq, solve_triangular (BLAS trsm) and the _ex
+forms of inv and cholesky (meta and finish functions of structured kernels, see
+codegen/structured.py and docs/architecture.md), and pinv (from other operators, for its
+own gradient).
 
-Each entry checks its input the way PyTorch does, in PyTorch's order and words, then copies
-the matrices into one buffer of column-major matrices (LAPACK's layout: the contiguous
-transpose of each matrix) and calls kernels/lapack.c, which loops over the batch. Results
-are handed back as transposed views of such buffers, so they have the column-major strides
-PyTorch's own results have. A factorization that fails (a singular matrix, a matrix that
-is not positive-definite) raises `pytorchlite.linalg.LinAlgError`, a RuntimeError, with
-PyTorch's message, including "(Batch element i): " for batched input.
+Each meta function checks its input the way PyTorch does, in PyTorch's order and words,
+and says what the generated impl (ops.yaml) allocates: the outputs, and the scratch
+tensors the kernel works in (a work copy of A, pivots, one `info` per matrix). LAPACK
+wants batches of column-major matrices: the outputs and work copies are column-major
+(COLUMN_MAJOR specs), so the results have the strides PyTorch's own have, and the inputs
+are copied into them (`init:`); an input the kernel only reads (qr, trsm) is handed over
+as its transposed view, read in place when it is column-major already. kernels/lapack.c
+loops over the batch. The finish functions turn the infos of a factorization that failed
+(a singular matrix, a matrix that is not positive-definite) into
+`pytorchlite.linalg.LinAlgError`, a RuntimeError, with PyTorch's message, including
+"(Batch element i): " for batched input.
 
 Only float32 and float64 are supported, like PyTorch's CPU LAPACK (no complex dtypes here).
 """
 
 from pytorchlite import _dtype as D
 from pytorchlite import return_types
-from pytorchlite._C import check, ffi, lib
-from pytorchlite._kernels.linalg import _infer_size, _transpose_last, _view
-from pytorchlite._core import copy_into, descriptors as _descs, empty as _empty
+from pytorchlite._C import ffi
+from pytorchlite._core import TensorBase, addr, empty as _empty, fill, numel
+from pytorchlite._kernels.linalg import _expand, _infer_size, _transpose_last
 from pytorchlite._ops import ops as F
+from pytorchlite._structured import COLUMN_MAJOR, impls, meta_of
+from pytorchlite._views import make_view
 
 
 class LinAlgError(RuntimeError):
@@ -29,36 +37,7 @@ class LinAlgError(RuntimeError):
 LinAlgError.__module__ = "pytorchlite.linalg"
 
 
-# --- helpers ------------------------------------------------------------------------------
-
-def _prod(xs):
-    n = 1
-    for x in xs:
-        n *= x
-    return n
-
-
-def _ptr(t):
-    return t._storage.ptr + t._offset * t._dtype.itemsize
-
-
-def _fmat(t, shape=None, dtype=None):
-    """A contiguous buffer whose every matrix holds t's matrix (of t broadcast to `shape`)
-    in column-major order: the buffer is t.mT made contiguous, of shape (..., n, m)."""
-    shape = tuple(shape) if shape is not None else t._shape
-    if shape != t._shape:
-        from pytorchlite._kernels.linalg import _expand
-        t = _expand(t, shape)
-    out = _empty(shape[:-2] + (shape[-1], shape[-2]), dtype or t._dtype, t._device)
-    copy_into(out, _transpose_last(t))
-    return out
-
-
-def _colmajor(batch, rows, cols, dtype, device):
-    """A new buffer of column-major rows x cols matrices and its (..., rows, cols) view."""
-    buf = _empty(tuple(batch) + (cols, rows), dtype, device)
-    return buf, _transpose_last(buf)
-
+# --- checks and messages ----------------------------------------------------------------------
 
 def _check_matrix(op, A, square=True):
     if len(A._shape) < 2:
@@ -86,19 +65,20 @@ def _cpu(op, *ts):
             raise NotImplementedError(f"{op}: only CPU tensors are supported")
 
 
-def _infos(n):
-    return ffi.new("int32_t[]", max(n, 1))
-
-
-def _raise_first(op, infos, nbatch, batched, message):
-    """The first failed matrix's error; `message(info)` says what happened."""
+def _raise_first(op, info, batched, message):
+    """The first failed matrix's error from the int32 infos (a scratch C array, or the
+    info tensor of the _ex forms); `message(info)` says what happened."""
+    if isinstance(info, TensorBase):
+        raw = ffi.buffer(ffi.cast("int32_t *", addr(info)), 4 * numel(info._shape))[:]
+    else:
+        raw = ffi.buffer(info)[:]
+    if not raw.strip(b"\0"):
+        return
     import numpy as np
-    bad = np.flatnonzero(np.frombuffer(ffi.buffer(infos, 4 * nbatch), dtype=np.int32)) if nbatch else ()
-    for b in bad[:1]:
-        b = int(b)
-        if infos[b] != 0:
-            where = f"(Batch element {b}): " if batched else ""
-            raise LinAlgError(f"{op}: {where}{message(int(infos[b]))}")
+    infos = np.frombuffer(raw, dtype=np.int32)
+    b = int(np.flatnonzero(infos)[0])
+    where = f"(Batch element {b}): " if batched else ""
+    raise LinAlgError(f"{op}: {where}{message(int(infos[b]))}")
 
 
 def _singular(info):
@@ -106,95 +86,102 @@ def _singular(info):
             f"input matrix is singular.")
 
 
+def _not_pd(i):
+    return ("The factorization could not be completed because the input is not positive-definite "
+            f"(the leading minor of order {i} is not positive-definite).")
+
+
+# --- layouts ---------------------------------------------------------------------------------
+
+def _colmajor(batch, rows, cols, dtype):
+    """The spec of an output or scratch tensor of column-major rows x cols matrices."""
+    return tuple(batch) + (rows, cols), dtype, COLUMN_MAJOR
+
+
+_IDENTITIES = {}
+
+
+def _identity(n, dtype):
+    """The n x n identity, what inv's right-hand side starts from (and the full factors of an
+    SVD without singular values), laid out column-major like the outputs it is copied into
+    (a plain copy). Small ones are kept: for a 4x4 inverse, making one costs as much as the
+    inverse."""
+    eye = _IDENTITIES.get((n, dtype))
+    if eye is None:
+        eye = _empty((n, n), dtype)
+        fill(eye, 0)
+        fill(make_view(eye, (n,), (n + 1,), 0), 1)      # the diagonal
+        eye = _transpose_last(eye)
+        if n <= 64:
+            _IDENTITIES[(n, dtype)] = eye
+    return eye
+
+
+def _placeholder(like):
+    """PyTorch's empty 1-D stand-in for a result that was not asked for (Q with mode='r',
+    U and Vh without compute_uv, eigenvectors without compute_v, rank with 'gels')."""
+    return _empty((0,), like._dtype, like._device)
+
+
+def _square(op, A, lowp_name=None):
+    """A batch of square float32/float64 CPU matrices: (batch, number of matrices, n)."""
+    _check_matrix(op, A)
+    _check_float(op, A, lowp_name)
+    _cpu(op, A)
+    batch = A._shape[:-2]
+    return batch, numel(batch), A._shape[-1]
+
+
+def _lu_scratch(batch, nb, n, dtype):
+    """The factorization's work copy of A, its pivots and infos."""
+    return {"a": _colmajor(batch, n, n, dtype), "ipiv": ((nb * n,), D.int32), "info": (tuple(batch), D.int32)}
+
+
 # --- inverse, determinants, solve ----------------------------------------------------------
 
-def _info_tensor(info, nb, batch, device):
-    """The LAPACK infos of a batch as an int32 tensor of the batch's shape (the `info` of
-    the _ex functions)."""
-    import numpy as np
-    from pytorchlite import tensor
-    vals = np.frombuffer(ffi.buffer(info, 4 * nb), dtype=np.int32) if nb else np.zeros(0, np.int32)
-    return tensor(vals.reshape(batch).copy(), dtype=D.int32, device=device)
+def _inv_meta(op, A, check_errors, ex):
+    batch, nb, n = _square(op, A)
+    scratch = _lu_scratch(batch, nb, n, A._dtype)
+    outputs = (_colmajor(batch, n, n, A._dtype),)
+    if ex:
+        # info is an output of the _ex form
+        outputs += (scratch.pop("info"),)
+    # X = A^{-1} I: the identity (symmetric: its layout does not matter) is overwritten by X
+    return meta_of(outputs, None, {
+        "nb": nb, "n": n, "eye": _identity(n, A._dtype), "batched": len(batch) > 0, "check_errors": check_errors,
+        **scratch})
 
 
-def _inv(A):
-    """(inverse, infos, batch size): the infos are not checked here."""
-    op = "linalg.inv"
-    _check_matrix(op, A)
-    _check_float(op, A)
-    _cpu(op, A)
-    n = A._shape[-1]
-    batch = A._shape[:-2]
-    nb = _prod(batch)
-    info = _infos(nb)
-    if nb == 0 or n == 0:
-        return _colmajor(batch, n, n, A._dtype, A._device)[1], info, nb
-    a = _fmat(A)
-    x, xv = _colmajor(batch, n, n, A._dtype, A._device)
-    # X = A^{-1} I: the identity, written through the column-major view (symmetric anyway)
-    _fill_all(x, 0.0)
-    _fill_all(_diag_view(x), 1.0)
-    ipiv = ffi.new("int32_t[]", nb * n)
-    check(lib.ptl_lapack_solve(A._dtype.code, nb, n, n, _ptr(a), _ptr(x), ipiv, info), op)
-    return xv, info, nb
+def inv_meta(A):
+    return _inv_meta("linalg.inv", A, True, False)
 
 
-def linalg_inv(A):
-    x, info, nb = _inv(A)
-    _raise_first("linalg.inv", info, nb, len(A._shape) > 2, _singular)
-    return x
+def inv_finish(m, result, a, ipiv, info):
+    _raise_first("linalg.inv", info, m.values["batched"], _singular)
+    return result
 
 
-def linalg_inv_ex(A, check_errors=False):
-    x, info, nb = _inv(A)
-    if check_errors:
-        _raise_first("linalg.inv_ex", info, nb, len(A._shape) > 2, _singular)
-    return return_types.linalg_inv_ex(x, _info_tensor(info, nb, A._shape[:-2], A._device))
+def inv_ex_meta(A, check_errors=False):
+    return _inv_meta("linalg.inv", A, check_errors, True)
 
 
-def _fill_desc(t):
-    return _descs((t,), t._shape)
+def inv_ex_finish(m, inverse, info, a, ipiv):
+    if m.values["check_errors"]:
+        _raise_first("linalg.inv_ex", info, m.values["batched"], _singular)
+    return return_types.linalg_inv_ex(inverse, info)
 
 
-def _diag_view(t):
-    """The main diagonals of the (..., n, n) contiguous tensor t, as a view."""
-    n = t._shape[-1]
-    return _view(t, t._shape[:-1], t._stride[:-2] + (n + 1,))
+def _lu_meta(op, A, outputs):
+    batch, nb, n = _square(op, A, "lu_cpu")
+    return meta_of(((batch, A._dtype),) * outputs, None, {"nb": nb, "n": n, **_lu_scratch(batch, nb, n, A._dtype)})
 
 
-def _lu_det(op, A, want):
-    _check_matrix(op, A)
-    _check_float(op, A, "lu_cpu")
-    _cpu(op, A)
-    n = A._shape[-1]
-    batch = A._shape[:-2]
-    nb = _prod(batch)
-    outs = {k: _empty(batch, A._dtype, A._device) for k in want}
-    if nb == 0:
-        return outs
-    if n == 0:
-        for k, t in outs.items():
-            _fill_all(t, 0.0 if k == "logabs" else 1.0)
-        return outs
-    a = _fmat(A)
-    ipiv = ffi.new("int32_t[]", nb * n)
-    info = _infos(nb)
-    ptrs = [(_ptr(outs[k]) if k in outs else 0) for k in ("sign", "logabs", "det")]
-    check(lib.ptl_lapack_lu(A._dtype.code, nb, n, n, _ptr(a), ipiv, info, *ptrs), op)
-    return outs
+def det_meta(A):
+    return _lu_meta("linalg.det", A, 1)
 
 
-def _fill_all(t, v):
-    check(lib.ptl_fill(_fill_desc(t), float(v), int(v)), "fill_")
-
-
-def linalg_det(A):
-    return _lu_det("linalg.det", A, ("det",))["det"]
-
-
-def linalg_slogdet(A):
-    r = _lu_det("linalg.slogdet", A, ("sign", "logabs"))
-    return return_types.linalg_slogdet(r["sign"], r["logabs"])
+def slogdet_meta(A):
+    return _lu_meta("linalg.slogdet", A, 2)
 
 
 def _solve_is_vector(A, B):
@@ -202,7 +189,7 @@ def _solve_is_vector(A, B):
     return len(B._shape) == 1 or (len(B._shape) == len(A._shape) - 1 and B._shape == A._shape[:-1])
 
 
-def linalg_solve(A, B, left=True):
+def solve_meta(A, B, left=True):
     op = "linalg.solve"
     _check_float(op, A, "lu_cpu")
     if A._dtype is not B._dtype:
@@ -226,60 +213,58 @@ def linalg_solve(A, B, left=True):
         Bm = _transpose_last(Bm)
     batch = tuple(_infer_size(Bm._shape[:-2], A._shape[:-2]))
     k = Bm._shape[-1]
-    nb = _prod(batch)
-    xbuf, xv = _colmajor(batch, n, k, A._dtype, A._device)
-    if nb and n and k:
-        a = _fmat(A, batch + (n, n))
-        copy_into(xv, Bm)
-        ipiv = ffi.new("int32_t[]", nb * n)
-        info = _infos(nb)
-        check(lib.ptl_lapack_solve(A._dtype.code, nb, n, k, _ptr(a), _ptr(xbuf), ipiv, info), op)
-        _raise_first("torch.linalg.solve", info, nb, len(batch) > 0,
-                     lambda i: "The solver failed because the input matrix is singular.")
-    if not left:
-        xv = _transpose_last(xv)
-    return xv.squeeze(-1) if vector else xv
+    nb = numel(batch)
+    # the batch broadcasts as the buffers are filled
+    return meta_of((_colmajor(batch, n, k, A._dtype),), {"A": A, "B": Bm}, {
+        "nb": nb, "n": n, "k": k, "left": left, "vector": vector, "batched": len(batch) > 0,
+        **_lu_scratch(batch, nb, n, A._dtype)})
+
+
+def solve_finish(m, result, a, ipiv, info):
+    v = m.values
+    _raise_first("torch.linalg.solve", info, v["batched"],
+                 lambda i: "The solver failed because the input matrix is singular.")
+    # left=False solved A^T X^T = B^T: X^T is column-major, X row-major, as in PyTorch
+    x = result if v["left"] else _transpose_last(result)
+    return x.squeeze(-1) if v["vector"] else x
 
 
 # --- factorizations ------------------------------------------------------------------------
 
-def _cholesky(A, upper):
-    """(factor, infos, batch size): the infos are not checked here."""
-    op = "linalg.cholesky"
-    _check_matrix(op, A)
-    _check_float(op, A, "cholesky_cpu")
-    _cpu(op, A)
-    n = A._shape[-1]
-    batch = A._shape[:-2]
-    nb = _prod(batch)
-    info = _infos(nb)
-    if nb == 0 or n == 0:
-        return _colmajor(batch, n, n, A._dtype, A._device)[1], info, nb
-    a = _fmat(A)
-    check(lib.ptl_lapack_cholesky(A._dtype.code, nb, n, _ptr(a), 1 if upper else 0, info), op)
-    return _transpose_last(a), info, nb
+def _cholesky_meta(op, A, check_errors, ex):
+    batch, nb, n = _square(op, A, "cholesky_cpu")
+    outputs = (_colmajor(batch, n, n, A._dtype),)
+    info = (batch, D.int32)
+    if ex:
+        outputs += (info,)
+    values = {"nb": nb, "n": n, "batched": len(batch) > 0, "check_errors": check_errors}
+    if not ex:
+        values["info"] = info
+    return meta_of(outputs, None, values)
 
 
-def _not_pd(i):
-    return ("The factorization could not be completed because the input is not positive-definite "
-            f"(the leading minor of order {i} is not positive-definite).")
+def cholesky_meta(self, upper=False):
+    return _cholesky_meta("linalg.cholesky", self, True, False)
 
 
-def linalg_cholesky(A, upper=False):
-    L, info, nb = _cholesky(A, upper)
-    _raise_first("linalg.cholesky", info, nb, len(A._shape) > 2, _not_pd)
-    return L
+def cholesky_finish(m, result, info):
+    _raise_first("linalg.cholesky", info, m.values["batched"], _not_pd)
+    return result
 
 
-def linalg_cholesky_ex(A, upper=False, check_errors=False):
-    L, info, nb = _cholesky(A, upper)
-    if check_errors:
-        _raise_first("linalg.cholesky_ex", info, nb, len(A._shape) > 2, _not_pd)
-    return return_types.linalg_cholesky_ex(L, _info_tensor(info, nb, A._shape[:-2], A._device))
+def cholesky_ex_meta(self, upper=False, check_errors=False):
+    return _cholesky_meta("linalg.cholesky", self, check_errors, True)
 
 
-def linalg_solve_triangular(A, B, upper, left=True, unitriangular=False):
+def cholesky_ex_finish(m, L, info):
+    if m.values["check_errors"]:
+        _raise_first("linalg.cholesky_ex", info, m.values["batched"], _not_pd)
+    return return_types.linalg_cholesky_ex(L, info)
+
+
+def solve_triangular_meta(self, B, upper, left=True, unitriangular=False):
     """BLAS trsm on column-major copies; X comes back column-major, as PyTorch's does."""
+    A = self
     op = "linalg.solve_triangular"
     _check_matrix(op, A)
     if len(B._shape) < 2:
@@ -293,61 +278,12 @@ def linalg_solve_triangular(A, B, upper, left=True, unitriangular=False):
     _cpu(op, A, B)
     m, n = B._shape[-2:]
     k = A._shape[-1]
-    nb = _prod(batch)
-    xbuf, xv = _colmajor(batch, m, n, A._dtype, A._device)   # B is cast to A's dtype, as in PyTorch
-    if nb and m and n:
-        a = _fmat(A, batch + (k, k))
-        copy_into(xv, B)
-        check(lib.ptl_lapack_trsm(A._dtype.code, nb, m, n, _ptr(a), _ptr(xbuf), 1 if left else 0,
-                                  1 if upper else 0, 1 if unitriangular else 0), op)
-    return xv
+    # trsm reads A, which broadcasts to the batch; B is cast to A's dtype, as in PyTorch
+    return meta_of((_colmajor(batch, m, n, A._dtype),), {"self": _expand(_transpose_last(A), batch + (k, k))},
+                   {"nb": numel(batch), "m": m, "n": n})
 
 
-# --- pseudo-inverse ----------------------------------------------------------------------
-
-def atol_rtol(A, atol, rtol):
-    """PyTorch's get_atol_rtol: float64 tensors (atol, rtol); rtol defaults to
-    eps * max(m, n), or to 0 where a positive atol is given."""
-    from pytorchlite import Tensor, tensor
-
-    def as_tensor(v):
-        if isinstance(v, Tensor):
-            return v if v._dtype.is_floating_point else v.to(D.float64)
-        return tensor(float(v), dtype=D.float64, device=A._device)
-    a = as_tensor(atol) if atol is not None else tensor(0.0, dtype=D.float64, device=A._device)
-    if rtol is not None:
-        return a, as_tensor(rtol)
-    default = D.finfo(A._dtype).eps * max(A._shape[-1], A._shape[-2])
-    if atol is None:
-        return a, tensor(default, dtype=D.float64, device=A._device)
-    return a, F.where(a > 0, 0.0, default)
-
-
-def linalg_pinv(A, atol=None, rtol=None, hermitian=False):
-    """PyTorch's linalg_pinv: V diag(1/s) U^T over the singular values above the tolerance
-    (U diag(1/l) U^T over the eigenvalues with hermitian=True)."""
-    if len(A._shape) < 2 or A._dtype not in (D.float32, D.float64):
-        raise RuntimeError(f"linalg.pinv({A._dtype._torch_name}{{{list(A._shape)}}}): expected a tensor with 2 or more "
-                           "dimensions of float, double, cfloat or cdouble types")
-    _cpu("linalg.pinv", A)
-    atol, rtol = atol_rtol(A, atol, rtol)
-    m, n = A._shape[-2:]
-    if m == 0 or n == 0 or _prod(A._shape) == 0:
-        return F.zeros(A._shape[:-2] + (n, m), dtype=A._dtype, device=A._device)
-    if not hermitian:
-        U, S, Vh = _linalg_svd(A, False, True)
-        largest = S.narrow(-1, 0, 1)              # singular values come in descending order
-        tol = F.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * largest)
-        s_inv = F.where(S > tol, S.reciprocal(), 0.0).to(A._dtype)
-        return F.matmul(_transpose_last(Vh) * s_inv.unsqueeze(-2), _transpose_last(U))
-    L, V = _linalg_eigh(A, "L", True)
-    L_abs = L.abs()
-    tol = F.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * L_abs.amax(-1, True))
-    l_inv = F.where(L_abs > tol, L.reciprocal(), 0.0).to(A._dtype)
-    return F.matmul(V * l_inv.unsqueeze(-2), _transpose_last(V))
-
-
-def linalg_qr(A, mode="reduced"):
+def qr_meta(A, mode="reduced"):
     op = "linalg.qr"
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), "
@@ -358,22 +294,19 @@ def linalg_qr(A, mode="reduced"):
     m, n = A._shape[-2:]
     k = min(m, n)
     batch = A._shape[:-2]
-    nb = _prod(batch)
     qcols = m if mode == "complete" else (0 if mode == "r" else k)
     rrows = m if mode == "complete" else k
-    qbuf, q = _colmajor(batch, m, qcols, A._dtype, A._device)
-    if mode == "r":
-        q = _empty((0,), A._dtype, A._device)   # PyTorch's Q for mode='r': an empty 1-D tensor
-    rbuf, r = _colmajor(batch, rrows, n, A._dtype, A._device)
-    if nb and m:
-        a = _fmat(A)
-        info = _infos(nb)
-        check(lib.ptl_lapack_qr(A._dtype.code, nb, m, n, _ptr(a), _ptr(qbuf) if qcols else 0, qcols,
-                                _ptr(rbuf), rrows, info), op)
-    return return_types.linalg_qr(q, r)
+    # PyTorch's Q for mode='r' is an empty 1-D tensor
+    q = _colmajor(batch, m, qcols, A._dtype) if mode != "r" else ((0,), A._dtype)
+    return meta_of((q, _colmajor(batch, rrows, n, A._dtype)), {"A": _transpose_last(A)}, {
+        "nb": numel(batch), "m": m, "n": n, "qcols": qcols, "rrows": rrows, "info": (batch, D.int32)})
 
 
-def _linalg_svd(A, full_matrices=False, compute_uv=True, driver=None):
+def qr_finish(m, Q, R, info):
+    return return_types.linalg_qr(Q, R)
+
+
+def svd_meta(A, full_matrices=False, compute_uv=True, driver=None):
     op = "linalg.svd"
     _check_matrix(op, A, square=False)
     _check_float(op, A, "linalg_svd_cpu")
@@ -384,32 +317,27 @@ def _linalg_svd(A, full_matrices=False, compute_uv=True, driver=None):
     m, n = A._shape[-2:]
     k = min(m, n)
     batch = A._shape[:-2]
-    nb = _prod(batch)
+    dt = A._dtype
     jobz = "N" if not compute_uv else ("A" if full_matrices else "S")
-    ucols = (m if full_matrices else k) if compute_uv else 0
-    vrows = (n if full_matrices else k) if compute_uv else 0
-    ubuf, u = _colmajor(batch, m if compute_uv else 0, ucols, A._dtype, A._device)
-    vbuf, vh = _colmajor(batch, vrows, n if compute_uv else 0, A._dtype, A._device)
-    s = _empty(batch + (k,), A._dtype, A._device)
-    if nb and k:
-        a = _fmat(A)
-        info = _infos(nb)
-        check(lib.ptl_lapack_svd(A._dtype.code, nb, m, n, _ptr(a), _ptr(s), _ptr(ubuf) if ucols else 0,
-                                 _ptr(vbuf) if vrows else 0, ord(jobz), info), op)
-        _raise_first(op, info, nb, len(batch) > 0, lambda i: (
-            "The algorithm failed to converge because the input matrix contained non-finite values."))
-    elif nb and compute_uv and full_matrices:
-        # an empty side: the other factor is the identity (as LAPACK-free PyTorch returns)
-        _fill_all(u, 0.0)
-        _fill_all(vh, 0.0)
-        _fill_all(_diag_view(ubuf), 1.0)
-        _fill_all(_diag_view(vbuf), 1.0)
-    if not compute_uv:   # PyTorch's placeholders: empty 1-D tensors
-        u, vh = _empty((0,), A._dtype, A._device), _empty((0,), A._dtype, A._device)
-    return return_types._linalg_svd(u, s, vh)
+    u, vh = ((0,), dt), ((0,), dt)        # PyTorch's placeholders without compute_uv
+    if compute_uv:
+        u = _colmajor(batch, m, m if full_matrices else k, dt)
+        vh = _colmajor(batch, n if full_matrices else k, n, dt)
+    # without singular values the full factors are the identity (LAPACK leaves them alone)
+    empty_sides = k == 0 and compute_uv and full_matrices
+    return meta_of((u, (batch + (k,), dt), vh), None, {
+        "nb": numel(batch), "m": m, "n": n, "jobz": ord(jobz), "batched": len(batch) > 0,
+        "eye_u": _identity(m, dt) if empty_sides else None, "eye_v": _identity(n, dt) if empty_sides else None,
+        "a": _colmajor(batch, m, n, dt), "info": (batch, D.int32)})
 
 
-def _linalg_eigh(A, UPLO="L", compute_v=True):
+def svd_finish(m, U, S, Vh, a, info):
+    _raise_first("linalg.svd", info, m.values["batched"], lambda i: (
+        "The algorithm failed to converge because the input matrix contained non-finite values."))
+    return return_types._linalg_svd(U, S, Vh)
+
+
+def eigh_meta(A, UPLO="L", compute_v=True):
     op = "linalg.eigh"
     if UPLO not in ("L", "U", "l", "u"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
@@ -419,26 +347,24 @@ def _linalg_eigh(A, UPLO="L", compute_v=True):
     _cpu(op, A)
     n = A._shape[-1]
     batch = A._shape[:-2]
-    nb = _prod(batch)
-    w = _empty(batch + (n,), A._dtype, A._device)
-    if nb == 0 or n == 0:
-        v = _colmajor(batch, n, n, A._dtype, A._device)[1] if compute_v else _empty((0,), A._dtype, A._device)
-        return return_types._linalg_eigh(w, v)
-    a = _fmat(A)
-    info = _infos(nb)
-    check(lib.ptl_lapack_eigh(A._dtype.code, nb, n, _ptr(a), _ptr(w), 1 if compute_v else 0,
-                              1 if UPLO in ("U", "u") else 0, info), op)
-    _raise_first(op, info, nb, len(batch) > 0, lambda i: (
+    # the eigenvectors overwrite the work copy of A, wanted or not
+    return meta_of(((batch + (n,), A._dtype), _colmajor(batch, n, n, A._dtype)), None, {
+        "nb": numel(batch), "n": n, "upper": 1 if UPLO in ("U", "u") else 0, "compute_v": compute_v,
+        "batched": len(batch) > 0, "info": (batch, D.int32)})
+
+
+def eigh_finish(m, eigenvalues, eigenvectors, info):
+    _raise_first("linalg.eigh", info, m.values["batched"], lambda i: (
         "The algorithm failed to converge because the input matrix is ill-conditioned or has too many "
         f"repeated eigenvalues (error code: {i})."))
-    v = _transpose_last(a) if compute_v else _empty((0,), A._dtype, A._device)
-    return return_types._linalg_eigh(w, v)
+    vectors = eigenvectors if m.values["compute_v"] else _placeholder(eigenvectors)
+    return return_types._linalg_eigh(eigenvalues, vectors)
 
 
 _DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
-def linalg_lstsq(self, b, rcond=None, driver=None):
+def lstsq_meta(self, b, rcond=None, driver=None):
     """min ||A X - B|| with LAPACK's gelsy (the CPU default) or gelsd. 'gels' is served by
     gelsy and 'gelss' by gelsd (same solutions; each reports what PyTorch's driver does)."""
     A, B = self, b
@@ -470,49 +396,83 @@ def linalg_lstsq(self, b, rcond=None, driver=None):
     m, n = A._shape[-2:]
     k = Bm._shape[-1]
     batch = tuple(_infer_size(A._shape[:-2], Bm._shape[:-2]))
-    nb = _prod(batch)
-    dt, dev = A._dtype, A._device
+    dt = A._dtype
     if rcond is None:
         rcond = -1.0 if driver == "gels" else D.finfo(dt).eps * max(m, n)
-    ldb = max(m, n)
-    xbuf, xfull = _colmajor(batch, ldb, k, dt, dev)
     use_gelsd = driver in ("gelsd", "gelss")
-    svals = _empty(batch + (min(m, n),) if use_gelsd else (0,), dt, dev)
-    rank = _empty(batch if driver != "gels" else (0,), D.int64, dev)
-    if nb and k and m and n:
-        a = _fmat(A, batch + (m, n))
-        _fill_all(xfull, 0.0)
-        copy_into(xfull.narrow(-2, 0, m), Bm)
-        info = _infos(nb)
-        rk = ffi.new("int64_t[]", max(nb, 1))
-        check(lib.ptl_lapack_lstsq(dt.code, 1 if use_gelsd else 0, nb, m, n, k, _ptr(a), _ptr(xbuf),
-                                   _ptr(svals) if use_gelsd else 0, rk, float(rcond), info), op)
-        _raise_first("torch.linalg.lstsq", info, nb, len(batch) > 0, lambda i: (
-            "The least squares solution could not be computed because the input matrix does not have full rank "
-            f"(error code: {i})."))
-        if driver != "gels":
-            copy_into(rank, _rank_tensor(rk, nb, batch))
-    else:
-        if nb and k and n:
-            _fill_all(xfull, 0.0)
-        if driver != "gels":
-            _fill_all(rank, 0)
-        if use_gelsd:
-            _fill_all(svals, 0.0)
-    solution = xfull.narrow(-2, 0, n)
-    residuals = _empty((0,), dt, dev)
-    if m > n and driver != "gelsy":
-        full_rank = driver == "gels" or all(int(v) == n for v in rank.reshape(-1).tolist())
-        if full_rank:
+    # LAPACK writes X over B, in a buffer of max(m, n) rows: B's columns padded with zeros
+    ldb = max(m, n)
+    if ldb > m:
+        Bm = F.pad(Bm, [0, 0, 0, ldb - m])
+    # gelsd rejects an empty right-hand side: empty problems run no matrix (rank 0)
+    runs = numel(batch) if m and n and k else 0
+    if driver == "gels" and not runs:
+        # LAPACK's gels, PyTorch's, zeroes B for an empty problem (gelsy, which serves it here, does not)
+        Bm = F.zeros_like(Bm)
+    outputs = (_colmajor(batch, ldb, k, dt), ((0,), dt), (batch, D.int64),
+               (batch + (min(m, n),) if use_gelsd else (0,), dt))
+    return meta_of(outputs, {"b": Bm}, {
+        "runs": runs, "gelsd": 1 if use_gelsd else 0, "cutoff": float(rcond), "m": m, "n": n, "k": k,
+        "driver": driver, "vector": vector, "batched": len(batch) > 0, "a": _colmajor(batch, m, n, dt),
+        "info": (batch, D.int32)})
+
+
+def lstsq_finish(m, solution, residuals, rank, singular_values, a, info):
+    v = m.values
+    _raise_first("torch.linalg.lstsq", info, v["batched"], lambda i: (
+        "The least squares solution could not be computed because the input matrix does not have full rank "
+        f"(error code: {i})."))
+    rows, cols, driver = v["m"], v["n"], v["driver"]
+    full = solution
+    x = full.narrow(-2, 0, cols)
+    if rows > cols and driver != "gelsy":
+        if driver == "gels" or all(int(r) == cols for r in rank.reshape(-1).tolist()):
             # the vector case keeps its trailing 1, as PyTorch's does
-            residuals = (xfull.narrow(-2, n, m - n) ** 2).sum(-2)
-    if vector:
-        solution = solution.squeeze(-1)
-    return return_types.linalg_lstsq(solution, residuals, rank, svals)
+            residuals = (full.narrow(-2, cols, rows - cols) ** 2).sum(-2)
+    if driver == "gels":
+        rank = _placeholder(rank)
+    return return_types.linalg_lstsq(x.squeeze(-1) if v["vector"] else x, residuals, rank, singular_values)
 
 
-def _rank_tensor(rk, nb, batch):
-    import numpy as np
-    from pytorchlite import tensor
-    vals = np.frombuffer(ffi.buffer(rk, nb * 8), dtype=np.int64).reshape(batch)
-    return tensor(vals.copy())
+# --- pseudo-inverse ----------------------------------------------------------------------
+
+def atol_rtol(A, atol, rtol):
+    """PyTorch's get_atol_rtol: float64 tensors (atol, rtol); rtol defaults to
+    eps * max(m, n), or to 0 where a positive atol is given."""
+    from pytorchlite import Tensor, tensor
+
+    def as_tensor(v):
+        if isinstance(v, Tensor):
+            return v if v._dtype.is_floating_point else v.to(D.float64)
+        return tensor(float(v), dtype=D.float64, device=A._device)
+    a = as_tensor(atol) if atol is not None else tensor(0.0, dtype=D.float64, device=A._device)
+    if rtol is not None:
+        return a, as_tensor(rtol)
+    default = D.finfo(A._dtype).eps * max(A._shape[-1], A._shape[-2])
+    if atol is None:
+        return a, tensor(default, dtype=D.float64, device=A._device)
+    return a, F.where(a > 0, 0.0, default)
+
+
+def linalg_pinv(A, atol=None, rtol=None, hermitian=False):
+    """PyTorch's linalg_pinv: V diag(1/s) U^T over the singular values above the tolerance
+    (U diag(1/l) U^T over the eigenvalues with hermitian=True)."""
+    if len(A._shape) < 2 or A._dtype not in (D.float32, D.float64):
+        raise RuntimeError(f"linalg.pinv({A._dtype._torch_name}{{{list(A._shape)}}}): expected a tensor with 2 or more "
+                           "dimensions of float, double, cfloat or cdouble types")
+    _cpu("linalg.pinv", A)
+    atol, rtol = atol_rtol(A, atol, rtol)
+    m, n = A._shape[-2:]
+    if m == 0 or n == 0 or numel(A._shape) == 0:
+        return F.zeros(A._shape[:-2] + (n, m), dtype=A._dtype, device=A._device)
+    if not hermitian:
+        U, S, Vh = impls._linalg_svd__cpu(A, False, True, None)
+        largest = S.narrow(-1, 0, 1)              # singular values come in descending order
+        tol = F.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * largest)
+        s_inv = F.where(S > tol, S.reciprocal(), 0.0).to(A._dtype)
+        return F.matmul(_transpose_last(Vh) * s_inv.unsqueeze(-2), _transpose_last(U))
+    L, V = impls._linalg_eigh__cpu(A, "L", True)
+    L_abs = L.abs()
+    tol = F.maximum(atol.unsqueeze(-1), rtol.unsqueeze(-1) * L_abs.amax(-1, True))
+    l_inv = F.where(L_abs > tol, L.reciprocal(), 0.0).to(A._dtype)
+    return F.matmul(V * l_inv.unsqueeze(-2), _transpose_last(V))

@@ -1,11 +1,14 @@
-"""Kernel entries for matrix products: mm, bmm, matmul, addmm, addbmm, baddbmm, mv, addmv,
-dot, vdot, outer, addr (see docs/architecture.md).
+"""The rules of the matrix products: mm, bmm, matmul, addmm, addbmm, baddbmm, mv, addmv,
+dot, vdot (meta functions of structured kernels, see codegen/structured.py and
+docs/architecture.md), and outer and addr (computed pointwise, from other operators).
 
-Each entry checks ranks, shapes and dtypes in the order PyTorch does, so a bad call meets
-PyTorch's first error word for word; then it allocates a contiguous result and calls
-kernels/matmul.c: `ptl_gemm2d` (plain arguments) for the 2-D products, `ptl_gemm`
-(descriptors) for batched ones. Both read transposed, sliced and expanded operands in place. Matrix products do not promote: both operands must
-have one dtype (outer and addr, which PyTorch computes pointwise, promote).
+Each meta function checks ranks, shapes and dtypes in the order PyTorch does, so a bad
+call meets PyTorch's first error word for word, and says the result's shape and dtype (as
+a bare `(shape, dtype)` where that is all: the cheapest answer, for small products); the
+generated impl (ops.yaml) allocates the result and calls kernels/matmul.c: `ptl_gemm2d` (plain
+arguments) for the 2-D products, `ptl_gemm` (descriptors) for batched ones. Both read
+transposed, sliced and expanded operands in place. Matrix products do not promote: both
+operands must have one dtype (outer and addr, which PyTorch computes pointwise, promote).
 
 matmul follows PyTorch's `_matmul_impl` case by case (dot, mv, mm, "fold the batch into
 the rows", broadcast bmm) because which case runs decides which error a bad call gets. The
@@ -13,9 +16,10 @@ broadcast case needs no copy here: the kernel takes stride-0 batch dimensions di
 """
 
 from pytorchlite import _dtype as D
-from pytorchlite._C import check, ffi, lib
-from pytorchlite._core import numel, contiguous_strides, copy_into, empty as _empty, to_dtype
+from pytorchlite._C import MAX_DIMS
+from pytorchlite._core import numel, contiguous_strides, to_dtype
 from pytorchlite._promotion import result_type_of
+from pytorchlite._structured import Done, impls, meta_of
 from pytorchlite._views import make_view
 from pytorchlite._ops import ops as F
 
@@ -26,8 +30,6 @@ _CPP_NAME = {
     D.float32: "float", D.float64: "double",
 }
 
-_new_descs = ffi.new
-_cast = ffi.cast
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -53,10 +55,12 @@ def _view(t, shape, stride):
 
 def _transpose_last(t):
     """t.mT: the last two dimensions swapped (a view)."""
-    s, st = list(t._shape), list(t._stride)
-    s[-1], s[-2] = s[-2], s[-1]
-    st[-1], st[-2] = st[-2], st[-1]
-    return _view(t, s, st)
+    s, st = t._shape, t._stride
+    v = make_view(t, s[:-2] + (s[-1], s[-2]), st[:-2] + (st[-1], st[-2]), t._offset)
+    if t._contig and s[-1] > 1 and s[-2] > 1 and 0 not in s:
+        # known without looking at the strides: LAPACK's inputs are such views, made contiguous
+        v._contig = False
+    return v
 
 
 def _contiguous_view(t, shape):
@@ -77,6 +81,8 @@ def _expand_strides(op_shape, op_stride, target):
 def _expand(t, target):
     """t.expand(target) with PyTorch's messages (expand_size in the add* ops)."""
     shape = t._shape
+    if shape == tuple(target):
+        return t
     target = list(target)
     if len(shape) > len(target):
         raise RuntimeError(
@@ -89,8 +95,6 @@ def _expand(t, target):
             raise RuntimeError(
                 f"The expanded size of the tensor ({target[i]}) must match the existing size ({size}) at "
                 f"non-singleton dimension {i}.  Target sizes: {target}.  Tensor sizes: {list(shape)}")
-    if tuple(target) == shape:
-        return t
     return _view(t, target, _expand_strides(shape, t._stride, target))
 
 
@@ -124,50 +128,15 @@ def _coef(v, dtype):
     return float(i), i
 
 
-def _gemm(op, out, a, b, alpha=1, beta=0, reduce_batches=False):
-    """out = beta * out + alpha * a @ b (batched over leading dims; summed with
-    reduce_batches). out is contiguous; a and b are views of any strides."""
-    descs = _new_descs("ptl_tensor[3]")
-    for d, t in zip(descs, (out, a, b)):
-        n = len(t._shape)
-        if n > 16:
-            raise RuntimeError(f"{op}(): tensors with more than 16 dimensions are not supported")
-        d.data = _cast("void *", t._storage.ptr + t._offset * t._dtype.itemsize)
-        d.dtype = t._dtype.code
-        d.ndim = n
-        d.sizes[0:n] = t._shape
-        d.strides[0:n] = t._stride
-    ad, ai = _coef(alpha, out._dtype)
-    bd, bi = _coef(beta, out._dtype)
-    check(lib.ptl_gemm(descs, ad, ai, bd, bi, 1 if reduce_batches else 0), op)
-    return out
-
-
-def _gemm2d(op, out, a, b, rsa, csa, rsb, csb, alpha=1, beta=0):
-    """The 2-D case of _gemm with plain arguments (cheaper to call than building
-    descriptors): out (M, N) contiguous = beta * out + alpha * A @ B, where A is (M, K)
-    read from a's memory with strides (rsa, csa) and B is (K, N) from b's with (rsb, csb)."""
-    dt = out._dtype
-    isz = dt.itemsize
-    shape = out._shape                       # (M, N), (M,) for mv or () for dot
-    m = shape[0] if shape else 1
-    n = shape[1] if len(shape) == 2 else 1
-    k = a._shape[-1]
-    if alpha == 1 and beta == 0:
-        ad, ai, bd, bi = 1.0, 1, 0.0, 0
-    else:
-        ad, ai = _coef(alpha, dt)
-        bd, bi = _coef(beta, dt)
-    check(lib.ptl_gemm2d(dt.code, out._storage.ptr + out._offset * isz, a._storage.ptr + a._offset * isz,
-                         b._storage.ptr + b._offset * isz, m, n, k, rsa, csa, rsb, csb, ad, ai, bd, bi), op)
-    return out
-
-
-def _seed(out, self, beta):
-    """Put the expanded `self` into the output when it contributes (beta != 0); with
-    beta == 0 PyTorch ignores self entirely, so NaN in it does not propagate."""
-    if beta != 0:
-        copy_into(out, self)
+def _add_product(shape, dtype, self, alpha, beta):
+    """The meta result of the add* products: the output, then `seed`, what it holds before
+    the product is added (ops.yaml `init:`): self when it contributes; with beta == 0
+    PyTorch ignores self entirely, so NaN in it does not propagate. Then alpha and beta as
+    the kernel's (double, int64) pairs."""
+    ad, ai = _coef(alpha, dtype)
+    bd, bi = _coef(beta, dtype)
+    return meta_of(((shape, dtype),), None,
+                   {"seed": self if beta != 0 else None, "alpha_d": ad, "alpha_i": ai, "beta_d": bd, "beta_i": bi})
 
 
 # --- mm / addmm ----------------------------------------------------------------------------
@@ -178,7 +147,7 @@ def _check_mm_shapes(m1, m2):
                            f"{m2._shape[0]}x{m2._shape[1]})")
 
 
-def mm(self, mat2):
+def mm_meta(self, mat2):
     if len(self._shape) != 2:
         raise RuntimeError("self must be a matrix")
     if len(mat2._shape) != 2:
@@ -189,8 +158,7 @@ def mm(self, mat2):
                            f"{_CPP_NAME[mat2._dtype]}")
     if self._dtype is D.bool:
         raise _not_implemented("addmm_impl_cpu_", self._dtype)
-    out = _empty((self._shape[0], mat2._shape[1]), self._dtype, self._device)
-    return _gemm2d("mm", out, self, mat2, *self._stride, *mat2._stride)
+    return (self._shape[0], mat2._shape[1]), self._dtype
 
 
 def _check_addmm(self, mat1, mat2):
@@ -202,7 +170,7 @@ def _check_addmm(self, mat1, mat2):
                            f"{mat2._dtype._torch_name}")
 
 
-def addmm(self, mat1, mat2, beta=1, alpha=1):
+def addmm_meta(self, mat1, mat2, beta=1, alpha=1):
     _check_addmm(self, mat1, mat2)
     if mat1.dim() != 2:
         raise RuntimeError(f"mat1 must be a matrix, got {mat1.dim()}-D tensor")
@@ -213,9 +181,7 @@ def addmm(self, mat1, mat2, beta=1, alpha=1):
     self_ = _expand(self, shape)
     if mat1._dtype is D.bool:
         raise _not_implemented("addmm_impl_cpu_", mat1._dtype)
-    out = _empty(shape, mat1._dtype, mat1._device)
-    _seed(out, self_, beta)
-    return _gemm2d("addmm", out, mat1, mat2, *mat1._stride, *mat2._stride, alpha, beta)
+    return _add_product(shape, mat1._dtype, self_, alpha, beta)
 
 
 # --- bmm / baddbmm / addbmm ------------------------------------------------------------------
@@ -236,16 +202,15 @@ def _check_same_scalar_type(a, b):
         raise RuntimeError(f"expected scalar type {a._dtype._torch_name} but found {b._dtype._torch_name}")
 
 
-def bmm(self, mat2):
+def bmm_meta(self, mat2):
     _check_bmm(self, mat2)
     _check_same_scalar_type(self, mat2)
     if self._dtype is D.bool:
         raise _not_implemented("bmm", self._dtype)
-    out = _empty((self._shape[0], self._shape[1], mat2._shape[2]), self._dtype, self._device)
-    return _gemm("bmm", out, self, mat2)
+    return (self._shape[0], self._shape[1], mat2._shape[2]), self._dtype
 
 
-def baddbmm(self, batch1, batch2, beta=1, alpha=1):
+def baddbmm_meta(self, batch1, batch2, beta=1, alpha=1):
     shape = (_size(batch1, 0), _size(batch1, 1), _size(batch2, 2))
     self_ = _expand(self, shape)
     if self._dtype is not batch1._dtype:
@@ -255,12 +220,10 @@ def baddbmm(self, batch1, batch2, beta=1, alpha=1):
     _check_same_scalar_type(batch1, batch2)
     if batch1._dtype is D.bool:
         raise _not_implemented("baddbmm", batch1._dtype)
-    out = _empty(shape, batch1._dtype, batch1._device)
-    _seed(out, self_, beta)
-    return _gemm("baddbmm", out, batch1, batch2, alpha, beta)
+    return _add_product(shape, batch1._dtype, self_, alpha, beta)
 
 
-def addbmm(self, batch1, batch2, beta=1, alpha=1):
+def addbmm_meta(self, batch1, batch2, beta=1, alpha=1):
     shape = (_size(batch1, 1), _size(batch2, 2))
     self_ = _expand(self, shape)
     if batch1.dim() != 3:
@@ -279,9 +242,7 @@ def addbmm(self, batch1, batch2, beta=1, alpha=1):
         _check_addmm(self, batch1, batch2)
     if self._dtype is D.bool:
         raise _not_implemented("addmm_impl_cpu_", self._dtype)
-    out = _empty(shape, self._dtype, self._device)
-    _seed(out, self_, beta)
-    return _gemm("addbmm", out, batch1, batch2, alpha, beta, reduce_batches=True)
+    return _add_product(shape, self._dtype, self_, alpha, beta)
 
 
 # --- mv / addmv / dot / vdot -------------------------------------------------------------
@@ -294,12 +255,7 @@ def _check_addmv(self_dim, self_numel, self_size0, mat, vec):
                            f"vec ({vec._shape[0]})")
 
 
-def _matvec(op, out, mat, vec, alpha=1, beta=0):
-    """out (M,) = beta * out + alpha * mat @ vec, as a GEMM with N = 1 (vec a column)."""
-    return _gemm2d(op, out, mat, vec, *mat._stride, vec._stride[0], 1, alpha, beta)
-
-
-def mv(self, vec):
+def mv_meta(self, vec):
     n0 = _size(self, 0)
     _check_addmv(1, n0, lambda: n0, self, vec)
     if not (vec._dtype is self._dtype):
@@ -307,20 +263,17 @@ def mv(self, vec):
                            f"{self._dtype._torch_name}, and {vec._dtype._torch_name}")
     if self._dtype is D.bool:
         raise _not_implemented("addmv_impl_cpu", self._dtype)
-    out = _empty((n0,), vec._dtype, vec._device)
-    return _matvec("mv", out, self, vec)
+    return (n0,), vec._dtype
 
 
-def addmv(self, mat, vec, beta=1, alpha=1):
+def addmv_meta(self, mat, vec, beta=1, alpha=1):
     _check_addmv(self.dim(), self.numel(), lambda: _size(self, 0), mat, vec)
     if not (self._dtype is mat._dtype is vec._dtype):
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {self._dtype._torch_name}, "
                            f"{mat._dtype._torch_name}, and {vec._dtype._torch_name}")
     if mat._dtype is D.bool:
         raise _not_implemented("addmv_impl_cpu", mat._dtype)
-    out = _empty((mat._shape[0],), vec._dtype, vec._device)
-    _seed(out, self, beta)
-    return _matvec("addmv", out, mat, vec, alpha, beta)
+    return _add_product((mat._shape[0],), vec._dtype, self, alpha, beta)
 
 
 def _check_dot(self, other):
@@ -337,16 +290,15 @@ def _check_dot(self, other):
         raise _not_implemented("dot", self._dtype)
 
 
-def dot(self, tensor):
+def dot_meta(self, tensor):
     _check_dot(self, tensor)
-    out = _empty((), self._dtype, self._device)
-    # a (1, K) row times a (K, 1) column
-    return _gemm2d("dot", out, self, tensor, 1, self._stride[0], tensor._stride[0], 1)
+    return (), self._dtype
 
 
-def vdot(self, other):
+def vdot_meta(self, other):
     # real dtypes only: conjugating self changes nothing
-    return dot(self, other)
+    _check_dot(self, other)
+    return (), self._dtype
 
 
 # --- outer / addr: pointwise in PyTorch, so they promote -----------------------------------
@@ -430,19 +382,23 @@ def _fold_rows(t):
     return _contiguous_view(clone(t), (rows, cols))
 
 
-def matmul(self, other):
-    d1, d2 = self.dim(), other.dim()
+def matmul_meta(self, other):
+    """PyTorch's _matmul_impl: every case but the broadcast batched product is another
+    operator's impl (run here, below autograd and dispatch, as PyTorch's at:: calls are);
+    the broadcast case is this operator's own kernel call. The impls are the CPU ones:
+    matmul is declared for the CPU only."""
+    d1, d2 = len(self._shape), len(other._shape)
+    if d1 == 2 and d2 == 2:
+        return Done(impls.mm__cpu(self, other))
     if d1 == 0 or d2 == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {d1}D and {d2}D")
     if d1 == 1 and d2 == 1:
-        return dot(self, other)
+        return Done(impls.dot__cpu(self, other))
     if d1 == 2 and d2 == 1:
-        return mv(self, other)
+        return Done(impls.mv__cpu(self, other))
     if d1 == 1 and d2 == 2:
-        r = mm(_view(self, (1, self._shape[0]), (0, self._stride[0])), other)
-        return _contiguous_view(r, (r._shape[1],))
-    if d1 == 2 and d2 == 2:
-        return mm(self, other)
+        r = impls.mm__cpu(_view(self, (1, self._shape[0]), (0, self._stride[0])), other)
+        return Done(_contiguous_view(r, (r._shape[1],)))
     if _should_fold(self, other):
         transpose = d2 > d1
         t1 = _transpose_last(other) if transpose else self
@@ -451,12 +407,12 @@ def matmul(self, other):
         folded = _fold_rows(t1)
         if t2.dim() == 2:
             out_shape.append(t2._shape[1])
-            r = _contiguous_view(mm(folded, t2), out_shape)
+            r = _contiguous_view(impls.mm__cpu(folded, t2), out_shape)
             if transpose:
                 from pytorchlite._kernels.copy import clone
                 r = clone(_transpose_last(r))
-            return r
-        return _contiguous_view(mv(folded, t2), out_shape)
+            return Done(r)
+        return Done(_contiguous_view(impls.mv__cpu(folded, t2), out_shape))
     # broadcast batched product; 1-D operands become a row (left) or a column (right)
     n = self._shape[-2] if d1 > 1 else 1
     m1 = self._shape[-1]
@@ -470,11 +426,14 @@ def matmul(self, other):
     _check_same_scalar_type(self, other)
     if self._dtype is D.bool:
         raise _not_implemented("bmm", self._dtype)
+    if len(batch) + 2 > MAX_DIMS:
+        raise RuntimeError(f"matmul(): tensors with more than {MAX_DIMS} dimensions are not supported")
     a = self if d1 > 1 else _view(self, (1, m1), (0, self._stride[0]))
     b = other if d2 > 1 else _view(other, (m2, 1), (other._stride[0], 0))
     a = _view(a, batch + [n, m1], _expand_strides(a._shape, a._stride, batch + [n, m1]))
     b = _view(b, batch + [m2, p], _expand_strides(b._shape, b._stride, batch + [m2, p]))
-    out = _empty(tuple(batch + [n, p]), self._dtype, self._device)
-    _gemm("matmul", out, a, b)
-    shape = batch + ([n] if d1 > 1 else []) + ([p] if d2 > 1 else [])
-    return out if len(shape) == len(out._shape) else _contiguous_view(out, shape)
+    # the kernel writes (*batch, n, p); a 1-D operand's dimension is then dropped
+    kernel_shape = tuple(batch + [n, p])
+    shape = tuple(batch + ([n] if d1 > 1 else []) + ([p] if d2 > 1 else []))
+    spec = (shape, self._dtype) if shape == kernel_shape else (shape, self._dtype, kernel_shape)
+    return meta_of((spec,), {"self": a, "other": b}, None)

@@ -17,6 +17,9 @@ int ptl_rows(int dtype, intptr_t x, intptr_t y, int64_t outer, int64_t n,
              int64_t inner, int flag);
 int ptl_desc(const ptl_tensor *in, ptl_tensor *out, double scale, int64_t *count);
 void ptl_nothing(int x);
+int ptl_mat(int dtype, intptr_t c, intptr_t a, int64_t m, int64_t rs, int64_t cs);
+int ptl_batch(const ptl_tensor *ts, int flag, int32_t *info);
+int ptl_piv(intptr_t a, int32_t *piv, int32_t *info);
 """
 
 
@@ -42,7 +45,7 @@ def _error(fn, *args):
 
 def test_prototypes_are_parsed_without_comments():
     protos = structured.parse_prototypes(CDEFS)
-    assert sorted(protos) == ["ptl_desc", "ptl_nothing", "ptl_rows"]
+    assert sorted(protos) == ["ptl_batch", "ptl_desc", "ptl_mat", "ptl_nothing", "ptl_piv", "ptl_rows"]
     rows = protos["ptl_rows"]
     assert rows.ret == "int" and [p.name for p in rows.params] == ["dtype", "x", "y", "outer", "n", "inner", "flag"]
     kinds = [p.kind for p in protos["ptl_desc"].params]
@@ -174,6 +177,174 @@ def test_structured_block_errors(tmp_path):
 def test_structured_entry_dispatches_to_the_generated_impl(tmp_path):
     (op,) = _load(tmp_path, GOOD)
     assert op.kind == "kernel" and op.kernels == (("cpu", "pytorchlite.generated.structured.rows__cpu"),)
+
+
+# --- strided operands, descriptor lists, scratch, init, finish -----------------------------------
+
+STRIDED = """
+    - func: mat(Tensor self, Tensor other) -> Tensor
+      structured:
+        meta: m.mat_meta
+        cpu: ptl_mat(dtype=self.dtype, c=result, a=self.data_ptr(), m=self.size(-2), rs=self.stride(0), cs=other.stride(1))
+"""
+
+BATCHED = """
+    - func: fact(Tensor A, bool flag=False) -> (Tensor R, Tensor info)
+      variants: function
+      structured:
+        meta: m.fact_meta
+        precomputed: [eye]
+        scratch: [work, pivots]
+        init: {work: A, R: eye, info: 0}
+        cpu: ptl_batch(ts=[R, A, work], flag=flag, info=info)
+        finish: m2.fact_finish
+"""
+
+
+def test_strided_operands_are_read_in_place(tmp_path):
+    (v,) = _views(tmp_path, STRIDED)
+    assert v.inputs == [("self", False), ("other", False)]      # not made contiguous
+    assert v.args[2] == "_i_self._storage.ptr + _i_self._offset * _i_self._dtype.itemsize"
+    assert v.args[3:] == ["_i_self._shape[-2]", "_i_self._stride[0]", "_i_other._stride[1]"]
+    # one output and nothing precomputed: the meta function may answer with a bare (shape, dtype)
+    assert v.bare
+
+
+def test_descriptor_lists_scratch_init_and_finish(tmp_path):
+    (op,) = _load(tmp_path, BATCHED)
+    st = op.structured
+    assert (st.scratch, st.init, st.finish) == (("work", "pivots"), (("work", "A"), ("R", "eye"), ("info", "0")),
+                                                "m2.fact_finish")
+    (v,) = _views(tmp_path, BATCHED)
+    assert v.ndesc == 3 and v.args[0] == "_descs"
+    assert v.describe == ["_S.describe(_descs, 0, _o_R, _m.outputs[0])", "_S.describe(_descs, 1, _i_A)",
+                          "_S.describe(_descs, 2, _s_work)"]
+    # a tensor argument is copied in (None: nothing), a precomputed value may be a tensor or a number
+    assert v.inits == ["if _i_A is not None: _S.copy_into(_s_work, _i_A)", "_S.init(_o_R, _v['eye'])",
+                       "_S.fill(_o_info, 0)"]
+    assert v.args[2] == "(_NULL if _o_info is None else _ffi.cast('int32_t *', " \
+                        "_o_info._storage.ptr + _o_info._offset * _o_info._dtype.itemsize))"
+    assert (v.finish_module, v.finish_function, v.scratch, v.bare) == ("m2", "fact_finish", ["work", "pivots"], False)
+
+
+PIVOTS = """
+    - func: lu(Tensor A) -> Tensor
+      variants: function
+      structured:
+        meta: m.lu_meta
+        scratch: [piv, info]
+        init: {result: A}
+        cpu: ptl_piv(a=result, piv=piv, info=info)
+        finish: m.lu_finish
+"""
+
+
+def test_scratch_bound_to_typed_pointers_are_c_arrays(tmp_path):
+    (v,) = _views(tmp_path, PIVOTS)
+    assert v.carrays == {"piv": "int32_t[]", "info": "int32_t[]"} and v.args[1:] == ["_s_piv", "_s_info"]
+    src = _render([v])
+    compile(src, "structured.py", "exec")
+    assert "_s_piv = _S.carray(\"int32_t[]\", _v['piv'])" in src
+    msg = _error(_views, tmp_path, PIVOTS.replace("init: {result: A}", "init: {result: A, info: 0}"))
+    assert "init: scratch 'info' is a C array (bound to a int32_t *): it starts zeroed" in msg, msg
+
+
+def _render(views):
+    from codegen.gen import _env
+    for v in views:
+        v.meta_alias, v.finish_alias = "_meta0", ("_meta1" if v.finish_module else None)
+    return _env().get_template("structured.py.j2").render(header="test", views=views, meta_modules=[])
+
+
+def test_a_launcher_gets_a_meta_and_the_scratch(tmp_path):
+    launched = STRIDED + "        cuda: pytorchlite.cuda._kernels.mat\n"
+    views = {v.device: v for v in _views(tmp_path, launched)}
+    src = _render([views["cuda"]])
+    compile(src, "structured.py", "exec")
+    assert "_m = _S.Meta(_m)" in src          # a bare answer: the launcher takes a Meta
+    views = {v.device: v for v in _views(tmp_path, BATCHED + "        cuda: pytorchlite.cuda._kernels.fact\n")}
+    src = _render([views["cuda"]])
+    compile(src, "structured.py", "exec")
+    assert "work=_s_work, pivots=_s_pivots)" in src and "_meta1.fact_finish(" in src
+
+
+def test_generated_impls_compile(tmp_path):
+    src = _render(_views(tmp_path, STRIDED) + _views(tmp_path, BATCHED.replace("fact", "fac2")) +
+                  _views(tmp_path, GOOD))
+    compile(src, "structured.py", "exec")
+    mat, fac2, rows = src.split("\ndef ")[1:]
+    assert "if _m.__class__ is tuple:" in mat and "if _m.__class__ is tuple:" not in rows
+    assert "_S.copy_into(_s_work, _i_A)" in fac2 and "return _meta1.fac2_finish(_m, _o_R, _o_info, _s_work, _s_pivots, )" in fac2
+
+
+@pytest.mark.parametrize("call, message", [
+    ("ptl_mat(dtype=self.dtype, c=result, a=self.data_ptr(), m=self.size(0), rs=self.data_ptr(), cs=1)",
+     "data_ptr() takes no argument and needs an intptr_t parameter"),
+    ("ptl_mat(dtype=self.dtype, c=result, a=self.data_ptr(1), m=1, rs=1, cs=1)", "data_ptr() takes no argument"),
+    ("ptl_mat(dtype=self.dtype, c=result, a=self, m=self.size(n), rs=1, cs=1)", "size() takes one dimension, a number"),
+    ("ptl_mat(dtype=self.dtype, c=result, a=self, m=1, rs=1, cs=1.5)", "the number 1.5 does not fit int64_t"),
+    ("ptl_mat(dtype=self.dtype, c=result.stride(0), a=self, m=1, rs=1, cs=1)", "stride() needs an integer parameter"),
+    ("ptl_mat(dtype=self.dtype, c=result, a=self, m=other2.size(0), rs=1, cs=1)",
+     "size() needs a tensor argument or output"),
+    ("ptl_mat(dtype=self.dtype, c=[result, self], a=self, m=1, rs=1, cs=1)",
+     "a list of tensors needs a ptl_tensor * parameter"),
+])
+def test_strided_call_errors(tmp_path, call, message):
+    text = STRIDED.replace(STRIDED.split("cpu: ")[1].strip(), call)
+    msg = _error(_views, tmp_path, text)
+    assert msg.startswith("ops.yaml:2: mat(Tensor self, Tensor other) -> Tensor: structured cpu: "), msg
+    assert message in msg, msg
+
+
+@pytest.mark.parametrize("change, message", [
+    (("ts=[R, A, work]", "ts=[R, flag]"), "a list must name tensor arguments or outputs"),
+    (("scratch: [work, pivots]", "scratch: [work, A]"), "scratch 'A' is already an argument"),
+    (("init: {work: A, R: eye, info: 0}", "init: {work: A, Q: eye}"), "init: 'Q' is not an output or a scratch tensor"),
+    (("init: {work: A, R: eye, info: 0}", "init: {work: B}"), "init: work <- B: not a tensor argument"),
+    (("init: {work: A, R: eye, info: 0}", "init: [work]"), "'init' must map an output or scratch name"),
+    (("scratch: [work, pivots]", "scratch: {work: 1}"), "'scratch' must list the names"),
+    (("finish: m2.fact_finish", "finish: fact_finish"), "'finish' must name a 'module.function'"),
+])
+def test_scratch_init_finish_errors(tmp_path, change, message):
+    msg = _error(_views, tmp_path, BATCHED.replace(*change))
+    assert msg.startswith("ops.yaml:2: fact(Tensor A, bool flag=False) -> (Tensor R, Tensor info): "), msg
+    assert message in msg, msg
+
+
+def test_runtime_init_and_late_bound_impls():
+    import pytorchlite as P
+    from pytorchlite import _structured as S
+    from pytorchlite.generated import structured as G
+    t = P.empty(2, 3)
+    S.init(t, P.tensor([1.0, 2.0, 3.0]))          # broadcast
+    assert t.tolist() == [[1.0, 2.0, 3.0]] * 2
+    S.init(t, 0)
+    assert t.tolist() == [[0.0] * 3] * 2
+    S.init(t, None)                                # nothing
+    assert t.tolist() == [[0.0] * 3] * 2
+    assert S.impls.mm__cpu is G.mm__cpu
+    # column-major outputs: the transposed view of a contiguous buffer, as LAPACK writes them
+    spec = ((2, 3, 4), P.float64, S.COLUMN_MAJOR)
+    t = S.output(spec, t.device, None)
+    assert t.shape == (2, 3, 4) and t.stride() == (12, 1, 3) and S.finish(t, spec) is t
+    assert not S.fits(P.empty(2, 3, 4, dtype=P.float64), spec, t.device, None, ())
+    m = S.meta_of((spec,), None, {"n": 3})
+    assert (m.outputs, m.compute, m.inputs, m.values, m.n) == ((spec,), None, None, {"n": 3}, 3)
+
+
+def test_a_fitting_out_is_written_by_the_kernel():
+    """mm's impl takes out= when it fits (no copy) and allocates when it does not."""
+    import pytorchlite as P
+    from pytorchlite.generated import structured as G
+    a, b = P.randn(3, 4), P.randn(4, 2)
+    want = (a.numpy() @ b.numpy()).tolist()
+    out = P.empty(3, 2)
+    assert G.mm__cpu(a, b, _out=out) is out
+    assert out.tolist() == P.mm(a, b).tolist() and P.allclose(out, P.tensor(want))
+    for bad in (P.empty(2, 3), P.empty(3, 2, dtype=P.float64), P.empty(2, 3).t(), a[:, :2]):
+        assert G.mm__cpu(a, b, _out=bad) is not bad
+    x = P.randn(3, 3)
+    assert G.addmm__cpu(x, x, P.eye(3), 1, 1, _out=x) is not x      # out may not alias what is read
 
 
 # --- Python operators -------------------------------------------------------------------------
