@@ -112,7 +112,7 @@ def test_contiguous_descriptors_and_pointers_are_read_contiguous(tmp_path):
     # contiguous(X) describes a contiguous operand; a typed pointer is always read contiguous
     assert v.inputs == [("self", True), ("other", True)]
     assert v.ndesc == 2 and v.args[:2] == ["_S.describe(_descs, 0, _i_self)",
-                                           "_S.describe(_descs, 1, _o_result, _m.outputs[0])"]
+                                           "_S.describe(_descs, 1, _o_result, _spec)"]
     (v,) = _views(tmp_path, """
         - func: count(Tensor self, Tensor other, float scale) -> Tensor
           structured:
@@ -140,7 +140,7 @@ def test_contiguous_errors(tmp_path, call, message):
 
 def test_a_precomputed_value_may_not_shadow_an_argument(tmp_path):
     text = GOOD.replace("precomputed: [outer, n, inner]", "precomputed: [outer, n, inner, dim]")
-    assert "precomputed value 'dim' has the name of an argument or output" in _error(_views, tmp_path, text)
+    assert "precomputed value 'dim' has the name of an argument, output or scratch tensor" in _error(_views, tmp_path, text)
 
 
 def test_named_returns_are_return_types_only_where_declared(tmp_path):
