@@ -128,7 +128,7 @@ class TensorBase:
                  "_ag", "_fw", "__weakref__", "__dict__")
 
     # the slots that are the tensor's metadata (what Parameter copies from its data)
-    _META_SLOTS = __slots__[:-2]
+    _META_SLOTS = tuple(s for s in __slots__ if s not in ("__weakref__", "__dict__"))
 
     # numpy defers to our reflected operators instead of converting the tensor
     __array_priority__ = 1000
