@@ -189,3 +189,17 @@ def test_torch_save_load_keeps_attributes_too():
     buf.seek(0)
     assert torch.load(buf, weights_only=False).__dict__ == {"tag": "x"}
 
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_sharing_with_another_process_drops_attributes(lib):
+    # multiprocessing's pickler shares the memory and rebuilds the tensor from its
+    # metadata only, in torch (torch.multiprocessing.reductions) as here
+    from multiprocessing.reduction import ForkingPickler
+    L = _lib(lib)
+    if lib == "torch":
+        import torch.multiprocessing  # noqa: F401  (registers torch's reducers)
+    t = L.ones(2)
+    t.tag = "x"
+    r = pickle.loads(ForkingPickler.dumps(t))
+    assert r.tolist() == [1.0, 1.0] and r.__dict__ == {}
