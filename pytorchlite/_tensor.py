@@ -197,6 +197,17 @@ class Tensor(TensorBase, TensorMethods):
     def __reduce_ex__(self, proto):
         return _serialization.reduce_tensor(self)
 
+    def __copy__(self):
+        # copy.copy(t) in torch rebuilds from the same storage: the copy shares the memory
+        # (own version counter), keeps requires_grad as a new leaf without .grad, and
+        # shares the attribute values
+        new = make(self._storage, self._shape, self._stride, self._offset, self._dtype, None, self._contig)
+        if self._requires_grad:
+            new.requires_grad_(True)
+        if self.__dict__:
+            new.__dict__.update(self.__dict__)
+        return new
+
     def __deepcopy__(self, memo):
         # torch.Tensor.__deepcopy__: leaves only; the copy gets its own memory, the same
         # requires_grad, a deep copy of .grad and of the user attributes in __dict__

@@ -203,3 +203,26 @@ def test_sharing_with_another_process_drops_attributes(lib):
     t.tag = "x"
     r = pickle.loads(ForkingPickler.dumps(t))
     assert r.tolist() == [1.0, 1.0] and r.__dict__ == {}
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_shallow_copy_shares_memory_and_attributes(lib):
+    L = _lib(lib)
+    a = L.ones(3, requires_grad=True)
+    a.tag = [1]
+    (a * 2).sum().backward()
+    for src in (a, (a * 2), L.arange(6.0)[1:4]):
+        b = copy.copy(src)
+        assert type(b) is type(src) and b is not src
+        assert b.data_ptr() == src.data_ptr() and b.shape == src.shape and b.stride() == src.stride()
+        assert b.requires_grad == src.requires_grad and b.is_leaf and b.grad is None
+    b = copy.copy(a)
+    assert b.tag is a.tag
+    with L.no_grad():
+        b.add_(1)
+    assert a.tolist() == [2.0, 2.0, 2.0] and a._version == 0    # shared memory, own version counter
+    p = L.nn.Parameter(L.zeros(2))
+    p.flag = True
+    q = copy.copy(p)
+    assert isinstance(q, L.nn.Parameter) and q.requires_grad and q.flag is True
+    assert q.data_ptr() == p.data_ptr()

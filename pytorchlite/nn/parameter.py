@@ -45,6 +45,14 @@ class Parameter(Tensor):
         # attributes survive pickling, as torch's _rebuild_parameter_with_state keeps them
         return (Parameter, (self.detach(), self.requires_grad), self.__dict__ or None)
 
+    def __copy__(self):
+        # as torch's (pickle's rebuild without a copy of the data): a Parameter over the same
+        # memory, with the same attributes
+        p = Parameter(self.detach(), self.requires_grad)
+        if self.__dict__:
+            p.__dict__.update(self.__dict__)
+        return p
+
     def __deepcopy__(self, memo):
         # torch.nn.Parameter.__deepcopy__: a new Parameter over a clone of the data; user
         # attributes are not copied (torch drops them too, so copy.deepcopy(model) behaves
