@@ -1,9 +1,9 @@
-"""Pickling tensors (Tensor.__reduce_ex__): pickle and copy.deepcopy come through here. A
-tensor pickles as its dtype, shape, device and raw bytes (a contiguous copy), and its user
-attributes (`t.tag = ...`) as the pickle state, restored into the new tensor's __dict__
-(as torch's pickles do); checkpoints
-on disk use pytorchlite.save/load (safetensors) instead. Between processes,
-multiprocessing's ForkingPickler shares the memory instead (multiprocessing/reductions.py)."""
+"""Pickling tensors (Tensor.__reduce_ex__; copy.copy and copy.deepcopy have their own
+methods on Tensor, as in torch). A tensor pickles as its dtype, shape, device and raw bytes
+(a contiguous copy), and its user attributes (`t.tag = ...`) as the pickle state, restored
+into the new tensor's __dict__ (as torch's pickles do); checkpoints on disk use
+pytorchlite.save/load (safetensors) instead. Between processes, multiprocessing's
+ForkingPickler shares the memory instead (multiprocessing/reductions.py)."""
 
 import numpy as np
 
