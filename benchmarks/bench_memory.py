@@ -5,7 +5,9 @@ pytorchlite's CPU allocator counters every `--every` steps. After the warm-up (t
 `--warmup` steps: imports, the allocator cache and Adam's state fill up) RSS must stay flat:
 the goal is at most 4 MiB of growth to the end of the run. A leak (an autograd graph kept
 alive, a cache that never shrinks) shows here as a steady climb; the script exits with 1
-when the goal is missed.
+when the goal is missed. The live-object count moves by a few dozen either way as the
+bounded caches of 0-d operands for Python scalars (Adam's bias corrections are new numbers
+every step) fill and clear; a leak of one object per step would add 500 per row.
 
     python benchmarks/bench_memory.py                   # 10,000 steps, batch 32
     python benchmarks/bench_memory.py --steps 2000 --every 200
