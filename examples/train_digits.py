@@ -70,6 +70,17 @@ class CNN(nn.Module):
         return nn.functional.log_softmax(t, dim=1)
 
 
+def train_step(model, opt, loss_fn, xb, yb):
+    """One optimisation step on a batch: forward, loss, backward, Adam update. Returns the
+    loss and the logits (benchmarks/bench_memory.py runs this step 10,000 times)."""
+    logits = model(xb)
+    loss = loss_fn(logits, yb)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss, logits
+
+
 def progress(epoch, epochs, done, total, loss, acc, rate, width=30):
     if not sys.stdout.isatty() and done < total:
         return  # piped to a file or CI log: one line per epoch, not one per batch
@@ -135,11 +146,7 @@ def main(argv=None):
         for i in range(0, n, args.batch_size):
             idx = perm[i:i + args.batch_size]
             xb, yb = x_train[idx], y_train[idx]
-            logits = model(xb)
-            loss = loss_fn(logits, yb)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            loss, logits = train_step(model, opt, loss_fn, xb, yb)
             b = len(yb)
             seen += b
             total_loss += loss.item() * b

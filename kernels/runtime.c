@@ -10,6 +10,9 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -151,17 +154,32 @@ static void trim_cache(int64_t keep) {
     }
 }
 
+/* free() hands a block back to malloc, not always to the system: glibc returns heap memory
+ * only from the top of the heap, so blocks freed below a live one (and blocks under its
+ * dynamic mmap threshold, which rises to the largest freed mapping up to 32 MiB) stay
+ * resident. malloc_trim(0) gives every free page of the heap back (madvise), which is
+ * what a caller of empty_cache() wants: resident memory to drop. */
+static void release_to_system(void) {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
+
 void ptl_empty_cache(void) {
     pthread_mutex_lock(&cache_lock);
     trim_cache(0);
     pthread_mutex_unlock(&cache_lock);
+    release_to_system();
 }
 
 void ptl_set_cache_limit(int64_t bytes) {
     pthread_mutex_lock(&cache_lock);
     cache_limit = bytes < 0 ? 0 : bytes;
+    int64_t before = cache_bytes;
     trim_cache(cache_limit);
+    int trimmed = cache_bytes != before;
     pthread_mutex_unlock(&cache_lock);
+    if (trimmed) release_to_system();
 }
 
 /* stats: allocated, peak, cached, cache hits, cache misses, cache limit */

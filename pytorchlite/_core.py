@@ -117,9 +117,18 @@ class TensorBase:
     """A tensor's metadata over its Storage; see the module docstring. Subclassed once by
     pytorchlite.Tensor, which every tensor is an instance of."""
 
+    # The metadata lives in slots (fast to read on every op). "__dict__" holds what users and
+    # libraries attach (`t.tag = ...`, `p.my_flag = True`), as on torch.Tensor: CPython
+    # creates the dict only when first written, so a tensor without attributes pays one
+    # pointer, and slot and property reads do not look in it. Attributes belong to the
+    # object: detach(), views, clone() and op results start without them; pickle, copy
+    # and pytorchlite.save keep them (as torch does).
     __slots__ = ("_storage", "_shape", "_stride", "_offset", "_dtype", "_device", "_vc",
                  "_contig", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_base",
-                 "_ag", "_fw", "__weakref__")
+                 "_ag", "_fw", "__weakref__", "__dict__")
+
+    # the slots that are the tensor's metadata (what Parameter copies from its data)
+    _META_SLOTS = tuple(s for s in __slots__ if s not in ("__weakref__", "__dict__"))
 
     # numpy defers to our reflected operators instead of converting the tensor
     __array_priority__ = 1000

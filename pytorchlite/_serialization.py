@@ -1,7 +1,9 @@
-"""Pickling tensors (Tensor.__reduce_ex__): pickle and copy.deepcopy come through here. A
-tensor pickles as its dtype, shape, device and raw bytes (a contiguous copy); checkpoints
-on disk use pytorchlite.save/load (safetensors) instead. Between processes,
-multiprocessing's ForkingPickler shares the memory instead (multiprocessing/reductions.py)."""
+"""Pickling tensors (Tensor.__reduce_ex__; copy.copy and copy.deepcopy have their own
+methods on Tensor, as in torch). A tensor pickles as its dtype, shape, device and raw bytes
+(a contiguous copy), and its user attributes (`t.tag = ...`) as the pickle state, restored
+into the new tensor's __dict__ (as torch's pickles do); checkpoints on disk use
+pytorchlite.save/load (safetensors) instead. Between processes, multiprocessing's
+ForkingPickler shares the memory instead (multiprocessing/reductions.py)."""
 
 import numpy as np
 
@@ -13,7 +15,8 @@ def reduce_tensor(t):
         src = src.cpu()
     flat = src.contiguous().reshape(-1)
     raw = flat.view(pytorchlite.uint8).numpy().tobytes() if flat.numel() else b""
-    return (_rebuild_tensor, (raw, src.dtype.name, tuple(t.shape), bool(t.requires_grad), str(t.device)))
+    return (_rebuild_tensor, (raw, src.dtype.name, tuple(t.shape), bool(t.requires_grad), str(t.device)),
+            t.__dict__ or None)
 
 
 def _rebuild_tensor(raw, dtype_name, shape, requires_grad, device):

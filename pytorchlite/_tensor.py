@@ -9,6 +9,7 @@ __dlpack__), conversions, printing and the autograd API. The class registers its
 the bottom layer once, so every tensor the kernels make is one of these.
 """
 
+import copy
 import warnings
 import weakref
 
@@ -195,6 +196,37 @@ class Tensor(TensorBase, TensorMethods):
 
     def __reduce_ex__(self, proto):
         return _serialization.reduce_tensor(self)
+
+    def __copy__(self):
+        # copy.copy(t) in torch rebuilds from the same storage: the copy shares the memory
+        # (own version counter), keeps requires_grad as a new leaf without .grad, and
+        # shares the attribute values
+        new = make(self._storage, self._shape, self._stride, self._offset, self._dtype, None, self._contig)
+        if self._requires_grad:
+            new.requires_grad_(True)
+        if self.__dict__:
+            new.__dict__.update(self.__dict__)
+        return new
+
+    def __deepcopy__(self, memo):
+        # torch.Tensor.__deepcopy__: leaves only; the copy gets its own memory, the same
+        # requires_grad, a deep copy of .grad and of the user attributes in __dict__
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy protocol "
+                "at the moment.  If you were attempting to deepcopy a module, this may be because of a "
+                "torch.nn.utils.weight_norm usage, see https://github.com/pytorch/pytorch/pull/103001")
+        if id(self) in memo:
+            return memo[id(self)]
+        new = self.detach().clone()
+        memo[id(self)] = new
+        if self._requires_grad:
+            new.requires_grad_(True)
+        if self._grad is not None:
+            new._grad = copy.deepcopy(self._grad, memo)
+        if self.__dict__:
+            new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
 
     # --- DLPack -------------------------------------------------------------------------
 

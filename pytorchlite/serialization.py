@@ -26,7 +26,7 @@ from pytorchlite import _dtype as D
 __all__ = ["save", "load"]
 
 _META_KEY = "pytorchlite"
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2   # 2: a tensor node may end with its user attributes (a dict node)
 
 # pytorchlite dtype <-> safetensors dtype name (the header's code and TensorSpec's name)
 _DTYPES = [
@@ -53,6 +53,7 @@ def _safetensors():
 class _Encoder:
     def __init__(self):
         self.tensors = {}       # key -> contiguous CPU tensor
+        self.version = 1        # 2 once a tensor node carries user attributes
 
     def _key(self, path):
         key = ".".join(path)
@@ -113,7 +114,13 @@ class _Encoder:
         # Each tensor is written as its own contiguous copy: views and tensors sharing storage
         # come back as independent tensors.
         self.tensors[key] = t.detach().cpu().contiguous()
-        return ["tensor", key, bool(t.requires_grad), isinstance(t, pytorchlite.nn.Parameter), device]
+        node = ["tensor", key, bool(t.requires_grad), isinstance(t, pytorchlite.nn.Parameter), device]
+        if t.__dict__:
+            # user attributes (t.tag = ...) come back on the loaded tensor, as with torch.save;
+            # they must be values save supports. Format 2, so an older reader says so.
+            self.version = 2
+            node.append(self.encode(dict(t.__dict__), path + ["__dict__"]))
+        return node
 
 
 def save(obj, f):
@@ -126,7 +133,9 @@ def save(obj, f):
     so a state dict reads back with ``safetensors.torch.load_file`` under its own keys.
 
     Tensors are written as contiguous copies: views, and tensors that share storage, load
-    back as independent tensors (unlike ``torch.save``, which keeps the sharing).
+    back as independent tensors (unlike ``torch.save``, which keeps the sharing). A
+    tensor's user attributes (``t.tag = "x"``) are saved with it and set again on load, as
+    with ``torch.save``; their values must be of the supported kinds above.
 
     Saving to a path is atomic: the file is written to a temporary file in the same
     directory, flushed to disk (fsync) and renamed over the target, so a crash leaves either
@@ -141,7 +150,7 @@ def save(obj, f):
     st = _safetensors()
     enc = _Encoder()
     tree = enc.encode(obj, [])
-    metadata = {"format": "pt", _META_KEY: json.dumps({"version": _FORMAT_VERSION, "tree": tree},
+    metadata = {"format": "pt", _META_KEY: json.dumps({"version": enc.version, "tree": tree},
                                                       separators=(",", ":"))}
     specs = {}
     for key, t in enc.tensors.items():
@@ -255,11 +264,18 @@ class _Decoder:
         except (TypeError, IndexError, KeyError):
             raise _corrupt(self.name, f"bad metadata node {node!r}") from None
         if tag == "tensor":
-            _, key, requires_grad, is_param, location = node
+            _, key, requires_grad, is_param, location, *attrs = node
             t = self.tensor(key, location)
             if is_param:
-                return pytorchlite.nn.Parameter(t, requires_grad=requires_grad)
-            return t.requires_grad_(True) if requires_grad else t
+                t = pytorchlite.nn.Parameter(t, requires_grad=requires_grad)
+            elif requires_grad:
+                t.requires_grad_(True)
+            if attrs:
+                (attrs,) = attrs
+                if attrs[0] != "dict":
+                    raise _corrupt(self.name, f"the attributes of tensor {key!r} are not a dict node")
+                t.__dict__.update(self.decode(attrs))
+            return t
         if tag == "none":
             return None
         if tag in ("bool", "int", "str"):

@@ -186,3 +186,111 @@ def test_threads_keep_the_counters_consistent():
 def test_out_of_memory_is_an_error_not_a_crash():
     with pytest.raises((RuntimeError, MemoryError), match="allocat|memory"):
         ptl.empty(1 << 62, dtype=ptl.uint8)
+
+
+# --- the cache's bound, its configuration, and memory going back to the system ----------
+
+def test_the_cache_never_holds_more_than_its_limit_or_64_blocks():
+    memory.set_cache_limit(40 * MiB)
+    sizes = [(1 << 18) * k for k in (1, 2, 3, 5, 8)]           # 1 to 8 MiB of float32
+    live = [ptl.empty(n) for n in sizes * 6]                    # 114 MiB in 30 blocks
+    while live:
+        live.pop()
+        assert memory.memory_cached() <= 40 * MiB
+    assert memory.memory_cached() > 30 * MiB                    # it did cache up to the limit
+    memory.set_cache_limit(1 << 40)
+    memory.empty_cache()
+    small = [ptl.empty(1 << 16) for _ in range(100)]            # 100 blocks of 256 KiB
+    del small
+    assert memory.memory_cached() == 64 * 256 * 1024            # 64 slots, the rest freed
+
+
+def test_cache_limit_sizes_from_the_environment():
+    env = {}
+    assert memory.cache_limit_from_env(env) is None
+    for text, want in [("268435456", 256 * MiB), ("256MiB", 256 * MiB), ("256m", 256 * MiB), ("1.5GB", 3 << 29),
+                       (" 64 KiB ", 64 << 10), ("0", 0), ("100b", 100)]:
+        assert memory.cache_limit_from_env({memory.CACHE_LIMIT_ENV: text}) == want, text
+    assert memory.cache_limit_from_env({memory.NO_CACHING_ENV: "1", memory.CACHE_LIMIT_ENV: "1G"}) == 0
+    assert memory.cache_limit_from_env({memory.NO_CACHING_ENV: "0", memory.CACHE_LIMIT_ENV: "1G"}) == 1 << 30
+    for bad in ("lots", "-5", "1.5.5", "12 XB", "1e9"):
+        with pytest.raises(ValueError, match=f"PYTORCHLITE_CPU_CACHE_LIMIT: expected a size in bytes.*got '{bad}'"):
+            memory.cache_limit_from_env({memory.CACHE_LIMIT_ENV: bad})
+
+
+def test_the_environment_sets_the_limit_at_import():
+    import os
+    import subprocess
+    import sys
+    code = "import pytorchlite as P; print(P.memory.get_cache_limit())"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    def run(**env):
+        full = {k: v for k, v in os.environ.items()
+                if k not in (memory.CACHE_LIMIT_ENV, memory.NO_CACHING_ENV)}
+        full.update(env)
+        return subprocess.run([sys.executable, "-c", code], env=full, cwd=root, capture_output=True, text=True)
+
+    assert run().stdout.strip() == str(memory.DEFAULT_CACHE_LIMIT)
+    assert run(PYTORCHLITE_CPU_CACHE_LIMIT="64MiB").stdout.strip() == str(64 * MiB)
+    assert run(PYTORCHLITE_NO_CPU_MEMORY_CACHING="1").stdout.strip() == "0"
+    bad = run(PYTORCHLITE_CPU_CACHE_LIMIT="lots")
+    assert bad.returncode != 0 and "ValueError: PYTORCHLITE_CPU_CACHE_LIMIT" in bad.stderr
+
+
+def _rss():
+    import os
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+needs_proc = pytest.mark.skipif(not __import__("os").path.exists("/proc/self/statm"),
+                                reason="reads resident memory from /proc/self/statm (Linux)")
+
+
+@needs_proc
+def test_empty_cache_gives_a_freed_200_mb_tensor_back_to_the_system():
+    before = _rss()
+    t = ptl.ones(50 * MiB)                                      # 200 MiB, every page touched
+    assert _rss() - before > 190 * MiB
+    del t
+    assert memory.memory_cached() == 200 * MiB                  # cached, still resident
+    memory.empty_cache()
+    assert memory.memory_cached() == 0
+    assert _rss() - before < 10 * MiB
+
+
+_HEAP_SCRIPT = """
+import os, pytorchlite as ptl
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+t = ptl.ones(1 << 20); del t; ptl.memory.empty_cache()   # raises the mmap threshold to 4 MiB
+before = rss()
+big, pins = [], []
+for _ in range(200):
+    big.append(ptl.ones(1 << 18))                          # 1 MiB each
+    pins.append(ptl.ones(4000))                            # 16 KiB each, kept
+grown = rss() - before
+del big
+ptl.memory.empty_cache()
+print(grown, rss() - before)
+"""
+
+
+@needs_proc
+def test_empty_cache_gives_back_many_freed_blocks_from_the_heap():
+    # Blocks under glibc's mmap threshold live in the heap, where free() returns only the
+    # top to the system: the 16 KiB tensors allocated between the 1 MiB ones keep the
+    # freed blocks resident unless empty_cache() also trims the heap (malloc_trim). In a
+    # fresh process, so that the small tensors really land between the large ones (a used
+    # heap would serve them from old free chunks).
+    import os
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", _HEAP_SCRIPT], cwd=root, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    grown, left = (int(v) for v in r.stdout.split())
+    assert grown > 150 * MiB
+    assert left < 20 * MiB, f"{left / MiB:.0f} MiB still resident after empty_cache()"

@@ -240,6 +240,9 @@ class Module:
                 new = fn(p)
                 if new is not p:
                     newp = Parameter(new, p.requires_grad)
+                    # user attributes stay with the parameter (torch keeps the same object)
+                    if p.__dict__:
+                        newp.__dict__.update(p.__dict__)
                     if p.grad is not None:
                         newp.grad = fn(p.grad)
                     self._parameters[key] = newp

@@ -23,10 +23,10 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
         p = object.__new__(cls)
-        for slot in TensorBase.__slots__:
-            if slot != "__weakref__":
-                setattr(p, slot, getattr(data, slot))
-        # a parameter is a leaf sharing the data's memory, never its history
+        for slot in TensorBase._META_SLOTS:
+            setattr(p, slot, getattr(data, slot))
+        # a parameter is a leaf sharing the data's memory, never its history (nor the
+        # data's user attributes: torch.nn.Parameter(t) starts with an empty __dict__)
         p._grad_fn = None
         p._grad = None
         p._base = None
@@ -41,7 +41,27 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __reduce_ex__(self, proto):
-        return (Parameter, (self.detach(), self.requires_grad))
+        # the third item is the state pickle and copy restore into __dict__: user
+        # attributes survive pickling, as torch's _rebuild_parameter_with_state keeps them
+        return (Parameter, (self.detach(), self.requires_grad), self.__dict__ or None)
+
+    def __copy__(self):
+        # as torch's (pickle's rebuild without a copy of the data): a Parameter over the same
+        # memory, with the same attributes
+        p = Parameter(self.detach(), self.requires_grad)
+        if self.__dict__:
+            p.__dict__.update(self.__dict__)
+        return p
+
+    def __deepcopy__(self, memo):
+        # torch.nn.Parameter.__deepcopy__: a new Parameter over a clone of the data; user
+        # attributes are not copied (torch drops them too, so copy.deepcopy(model) behaves
+        # the same in both)
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self.data.clone(), self.requires_grad)
+        memo[id(self)] = result
+        return result
 
 
 class Buffer:
