@@ -353,3 +353,61 @@ def test_messages_without_torch():
     assert a.add_(a).tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]      # exactly the same memory: allowed
     b = pytorchlite.ones(6)
     assert pytorchlite.add(a, b, out=a) is a and a.tolist() == [1.0, 3.0, 5.0, 7.0, 9.0, 11.0]
+
+
+def test_rules_by_declaration_without_torch():
+    """The ops.yaml rules reach the generated bindings: `out_overlap: none` (mm), `any`
+    (gather), the default `partial` (cumsum), and `out_dtype_error:` (mm) against the cast
+    rule (sum)."""
+    m = pytorchlite.arange(32.0).reshape(8, 4)
+    a, b = m[:4], m[2:6]                                   # partly the same memory
+    expected = (a @ pytorchlite.eye(4)).tolist()
+    assert pytorchlite.mm(a, pytorchlite.eye(4), out=b) is b and b.tolist() == expected   # PyTorch does not check
+    x = pytorchlite.arange(8.0)
+    with pytest.raises(RuntimeError) as e:
+        pytorchlite.cumsum(x[:4], 0, out=x[2:6])
+    assert str(e.value) == PARTIAL
+    idx = pytorchlite.tensor([0, 1, 2, 3])
+    g = pytorchlite.arange(4.0)
+    with pytest.raises(RuntimeError) as e:
+        pytorchlite.gather(g, 0, idx, out=g)               # even the very same memory
+    assert str(e.value) == PARTIAL
+    with pytest.raises(RuntimeError) as e:
+        pytorchlite.mm(a, a, out=pytorchlite.empty(4, 4, dtype=pytorchlite.float64))
+    assert str(e.value) == "Expected out tensor to have dtype float, but got double instead"
+    c = pytorchlite.arange(16.0).reshape(4, 4)
+    with pytest.raises(RuntimeError) as e:
+        pytorchlite.sum(c, 0, out=pytorchlite.empty(4, dtype=pytorchlite.int64))
+    assert str(e.value) == "result type Float can't be cast to the desired output type Long"
+    wide = pytorchlite.empty(4, dtype=pytorchlite.float64)
+    assert pytorchlite.sum(c, 0, out=wide).tolist() == [24.0, 28.0, 32.0, 36.0]
+    with pytest.raises(RuntimeError) as e:
+        pytorchlite.zeros(1).expand(4).cumsum_(0)
+    assert str(e.value) == INTERNAL
+
+
+def test_a_wrong_shaped_out_is_resized_with_a_warning():
+    a = pytorchlite.ones(2, 3)
+    out = pytorchlite.zeros(5)
+    with pytest.warns(UserWarning, match=r"had shape \[5\], which does not match the required output shape \[3\]"):
+        pytorchlite.sum(a, 0, out=out)
+    assert out.shape == (3,) and out.tolist() == [2.0, 2.0, 2.0]
+    empty = pytorchlite.zeros(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        pytorchlite.mm(a, a.t(), out=empty)                # an empty out= is resized silently
+    assert empty.shape == (2, 2)
+
+
+def test_overlap_status_is_pytorchs():
+    from pytorchlite._core import overlap_status
+    x = pytorchlite.arange(12.0)
+    m = x.view(3, 4)
+    assert overlap_status(x, x) == 2 and overlap_status(x[:4], x[:4]) == 2
+    assert overlap_status(x[:4], x[2:6]) == 1 and overlap_status(x[:4], x[4:8]) == 0
+    sq = x[:9].view(3, 3)
+    assert overlap_status(sq, sq.t()) == 1                 # the same bytes in another order
+    assert overlap_status(x[::2], x[1::2]) == 0            # not dense: PyTorch does not judge
+    assert overlap_status(m[:, :2], x) == 0                # (nor here)
+    assert overlap_status(x, pytorchlite.arange(12.0)) == 0
+    assert overlap_status(x[:0], x) == 0
