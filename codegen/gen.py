@@ -477,15 +477,17 @@ class _WriteRule:
         impl = op.impl
         self.mode = _OVERLAP_MODES[impl.out_overlap[1 if inplace else 0]]
         self.dtype_error = impl.out_dtype_error or None
+        self.cast_error = impl.out_cast_error or None
         self.inputs = "(" + "".join(v + ", " for v in inputs) + ")"
 
     def check_inplace(self):
         return f"_a.check_write(self, {self.inputs}, {self.mode})"
 
     def out_args(self):
-        if not self.mode and self.dtype_error is None:
+        if not self.mode and self.dtype_error is None and self.cast_error is None:
             return ""
-        return f", {self.inputs}, {self.mode}" + (f", {self.dtype_error!r}" if self.dtype_error else "")
+        return (f", {self.inputs}, {self.mode}" + (f", {self.dtype_error!r}" if self.dtype_error else "")
+                + (f", cast_error={self.cast_error!r}" if self.cast_error else ""))
 
 
 def _finish(name, inplace, with_out, target="self", written=None):

@@ -128,6 +128,7 @@ class Operator:
     inplace_kernel: bool = False   # the kernel writes the in-place form's result into self itself
     # out=/in-place rules of kernel and composite entries (pointwise ones: PointwiseBody):
     out_dtype_error: str = ""      # out= must have exactly the result dtype; PyTorch's message
+    out_cast_error: str = ""       # "TypeError: <message>" when out= cannot take the result's dtype
     # which memory overlap of the written-to tensor and an input is refused, (out=, in place)
     out_overlap: tuple = ("partial", "partial")
     python_operators: tuple = ()   # Tensor's Python operators that call it (codegen/operators.py)
@@ -203,11 +204,12 @@ class Operator:
 
 _ENTRY_KEYS = ("func", "variants", "pointwise", "dtypes", "promotion", "composite", "kernel", "alias_of",
                "python_module", "doc", "differentiable", "tensor_scalars", "inplace_kernel", "operators",
-               "check", "kernel_name", "dtype_errors", "out_dtype_error", "all_numbers", "structured", "out_overlap")
+               "check", "kernel_name", "dtype_errors", "out_dtype_error", "all_numbers", "structured", "out_overlap",
+               "out_cast_error")
 # keys an alias takes from its target instead
 _IMPL_KEYS = ("pointwise", "dtypes", "promotion", "composite", "kernel", "structured", "differentiable",
               "tensor_scalars", "inplace_kernel", "check", "kernel_name", "dtype_errors", "out_dtype_error",
-              "all_numbers", "out_overlap")
+              "all_numbers", "out_overlap", "out_cast_error")
 # `composite: pytorchlite._composites.linalg.cross` names a function in a module
 _COMPOSITE_FN = re.compile(r"^pytorchlite\._composites\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -349,6 +351,21 @@ def _parse_entry(raw, file):
         out_dtype_error = _parse_out_dtype_error(e, fail)
         if out_dtype_error and "out" not in variants:
             raise fail("'out_dtype_error' needs an 'out' variant")
+    out_cast_error = ""
+    if "out_cast_error" in e:
+        out_cast_error = e.pop("out_cast_error")
+        kind_, _, msg = out_cast_error.partition(": ") if isinstance(out_cast_error, str) else ("", "", "")
+        if kind_ not in ("RuntimeError", "TypeError") or not msg:
+            raise fail("'out_cast_error' must be PyTorch's exception and message: 'TypeError: <message>' or "
+                       f"'RuntimeError: <message>', got {out_cast_error!r}")
+        try:
+            msg.format(**{k: "" for k in OUT_DTYPE_FIELDS})
+        except (KeyError, IndexError, ValueError) as exc:
+            raise fail(f"'out_cast_error' may use {{op}}, {{out}}, {{result}}, {{out_c}} and {{result_c}} only "
+                       f"({exc})") from None
+        if kind == "pointwise" or "out" not in variants or out_dtype_error:
+            raise fail("'out_cast_error' needs a kernel or composite entry with an 'out' variant and no "
+                       "'out_dtype_error' (an exact dtype is never cast)")
     if "out_overlap" in e:
         out_overlap = e.pop("out_overlap")
         if isinstance(out_overlap, dict):
@@ -382,7 +399,7 @@ def _parse_entry(raw, file):
                     tensor_scalars=tuple(tensor_scalars), inplace_kernel=inplace_kernel,
                     python_operators=python_operators, structured=structured,
                     composite_fn=composite_fn, alias_of=alias_of, out_dtype_error=out_dtype_error,
-                    out_overlap=out_overlap)
+                    out_cast_error=out_cast_error, out_overlap=out_overlap)
 
 
 # `out_overlap:` values: what a write into out= or self (in place) refuses of an input

@@ -277,11 +277,12 @@ def check_write(dst, inputs, mode):
             raise RuntimeError(PARTIAL_OVERLAP)
 
 
-def write_out(op, result, out, inputs=(), overlap=PARTIAL, dtype_error=None):
+def write_out(op, result, out, inputs=(), overlap=PARTIAL, dtype_error=None, cast_error=None):
     """Write the functional `result` into `out=` (a tensor, or a tuple for several
     results) as PyTorch does: its dtype rule (`dtype_error`: the exact dtype, with that
-    message; else a cast the result allows), resized to the result's shape (warning when it
-    held elements), then the overlap rule against `inputs`."""
+    message; else a cast the result allows, refused with `cast_error`, "TypeError: <message>",
+    where PyTorch has its own), resized to the result's shape (warning when it held
+    elements), then the overlap rule against `inputs`."""
     if isinstance(result, tuple):
         # ops with several results (sort, topk, cummax, ...) take a tuple of out tensors
         if not isinstance(out, (tuple, list)) or not all(isinstance(t, _Tensor) for t in out):
@@ -290,7 +291,7 @@ def write_out(op, result, out, inputs=(), overlap=PARTIAL, dtype_error=None):
             raise TypeError(f"{op}(): argument 'out' must be tuple of {len(result)} Tensors, not a tuple of "
                             f"{len(out)}")
         for r, o in zip(result, out):
-            _check_out_dtype(op, r, o, dtype_error)
+            _check_out_dtype(op, r, o, dtype_error, cast_error)
         for r, o in zip(result, out):
             write_out(op, r, o, inputs, overlap, None)
         return type(result)(*out) if hasattr(result, "_fields") else tuple(out)
@@ -299,16 +300,20 @@ def write_out(op, result, out, inputs=(), overlap=PARTIAL, dtype_error=None):
     if result is out:       # a structured kernel wrote into out itself (it shares no memory with an input)
         out._vc[0] += 1
         return out
-    _check_out_dtype(op, result, out, dtype_error)
+    _check_out_dtype(op, result, out, dtype_error, cast_error)
     resize_out(op, out, result._shape)
     check_write(out, inputs, overlap)
     out.copy_(result)
     return out
 
 
-def _check_out_dtype(op, result, out, dtype_error):
+def _check_out_dtype(op, result, out, dtype_error, cast_error=None):
     if dtype_error is not None and result._dtype is not out._dtype:
         raise RuntimeError(out_dtype_message(dtype_error, op, out._dtype, result._dtype))
+    if cast_error is not None and not D.can_cast(result._dtype, out._dtype):
+        kind, _, message = cast_error.partition(": ")
+        raise (TypeError if kind == "TypeError" else RuntimeError)(
+            out_dtype_message(message, op, out._dtype, result._dtype))
     _check_cast(op, result._dtype, out)
 
 

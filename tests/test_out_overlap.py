@@ -40,9 +40,6 @@ KNOWN_DTYPE = {
     "normal.float_Tensor": "random ops: PyTorch fills the out= dtype itself",
     "normal.float_float": "random ops: PyTorch fills the out= dtype itself",
     "bernoulli": "random ops: PyTorch fills the out= dtype itself (an integer out= is allowed)",
-    "cat": "PyTorch raises TypeError 'torch.cat(): input types can't be cast ...' for a narrowing out=",
-    "concat": "as cat", "concatenate": "as cat", "stack": "as cat", "hstack": "as cat", "vstack": "as cat",
-    "dstack": "as cat",
     "searchsorted": "PyTorch's out= dtype message depends on out_int32",
     "bucketize": "PyTorch's out= dtype message depends on out_int32",
     "cumsum": "PyTorch computes a scan in the out= dtype (a float input into an integer out= is allowed)",
@@ -381,6 +378,9 @@ def test_rules_by_declaration_without_torch():
     assert str(e.value) == "result type Float can't be cast to the desired output type Long"
     wide = pytorchlite.empty(4, dtype=pytorchlite.float64)
     assert pytorchlite.sum(c, 0, out=wide).tolist() == [24.0, 28.0, 32.0, 36.0]
+    with pytest.raises(TypeError) as e:       # out_cast_error: PyTorch's own type and message
+        pytorchlite.cat([c, c], out=pytorchlite.empty(8, 4, dtype=pytorchlite.int64))
+    assert str(e.value) == "torch.cat(): input types can't be cast to the desired output type Long"
     with pytest.raises(RuntimeError) as e:
         pytorchlite.zeros(1).expand(4).cumsum_(0)
     assert str(e.value) == INTERNAL

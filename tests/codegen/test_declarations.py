@@ -476,6 +476,21 @@ def test_out_rules_are_read(tmp_path):
     assert mm.out_dtype_error.startswith("Expected out tensor") and mm.out_overlap == ("none", "none")
     assert addmm.out_overlap == ("partial", "none") and addmm.out_dtype_error == ""
     assert gather.out_overlap == ("partial", "partial")
+    (cat,) = _load(tmp_path, """
+        - func: cat(Tensor[] tensors, int dim=0) -> Tensor
+          variants: function, out
+          kernel: {cpu: a.b}
+          out_cast_error: "TypeError: torch.cat(): input types can't be cast to the desired output type {out}"
+    """)
+    assert cat.out_cast_error.startswith("TypeError: torch.cat()")
+    msg = _error(_load, tmp_path, """
+        - func: cat(Tensor[] tensors, int dim=0) -> Tensor
+          variants: function, out
+          kernel: {cpu: a.b}
+          out_dtype_error: "exact"
+          out_cast_error: "TypeError: cast"
+    """)
+    assert "an exact dtype is never cast" in msg
 
 
 @pytest.mark.parametrize("rule, message", [
@@ -483,6 +498,8 @@ def test_out_rules_are_read(tmp_path):
     ("out_overlap: {out: any, self: none}", "'out_overlap' as a mapping takes the keys 'out' and 'inplace'"),
     ("out_overlap: {out: maybe}", "'out_overlap' values must be one of partial, any, none"),
     ("out_dtype_error: 'got {dtype}'", "may use {op}, {out}, {result}, {out_c} and {result_c} only"),
+    ("out_cast_error: 'no type given'", "'out_cast_error' must be PyTorch's exception and message"),
+    ("out_cast_error: 'TypeError: {dtype}'", "'out_cast_error' may use {op}, {out}, {result}"),
 ])
 def test_out_rule_errors(tmp_path, rule, message):
     msg = _error(_load, tmp_path, f"""
