@@ -259,22 +259,22 @@ def check_write(dst, inputs, mode):
     """Refuse a write into `dst` (out= or self in place) that PyTorch refuses: `dst` with
     elements that share memory (an expanded tensor), or an input overlapping it partly
     (mode PARTIAL), or at all (mode ANY). `inputs` may hold lists of tensors and
-    non-tensors. The storage identity test comes first, so the usual call costs a loop."""
-    if mode == NO_CHECK:
+    non-tensors. The usual call costs a containment test and one identity test per input:
+    the exact test runs only for an input on dst's very storage."""
+    if not mode:
         return
-    for n, s in zip(dst._shape, dst._stride):
-        if s == 0 and n > 1:
-            raise RuntimeError(INTERNAL_OVERLAP)
+    if 0 in dst._stride:
+        for n, s in zip(dst._shape, dst._stride):
+            if s == 0 and n > 1:
+                raise RuntimeError(INTERNAL_OVERLAP)
     st = dst._storage
     for t in inputs:
-        if isinstance(t, (list, tuple)):
+        if getattr(t, "_storage", None) is st:
+            lap = overlap_status(dst, t)
+            if lap == 1 or (lap == 2 and mode == ANY):
+                raise RuntimeError(PARTIAL_OVERLAP)
+        elif t.__class__ is list or t.__class__ is tuple:
             check_write(dst, t, mode)
-            continue
-        if not isinstance(t, _Tensor) or t._storage is not st:
-            continue
-        lap = overlap_status(dst, t)
-        if lap == 1 or (lap == 2 and mode == ANY):
-            raise RuntimeError(PARTIAL_OVERLAP)
 
 
 def write_out(op, result, out, inputs=(), overlap=PARTIAL, dtype_error=None, cast_error=None):

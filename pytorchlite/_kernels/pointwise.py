@@ -12,7 +12,7 @@ hands descriptors to the generated C entry. Two paths:
 
 from pytorchlite import _dtype as D
 from pytorchlite._C import check, ffi, lib
-from pytorchlite._argparse import common_device as _common_device
+from pytorchlite._argparse import PARTIAL as _PARTIAL, check_write as _check_write, common_device as _common_device
 from pytorchlite._device import CPU as _CPU
 from pytorchlite._promotion import result_type_of
 from pytorchlite._storage import Storage
@@ -379,8 +379,7 @@ def prepare_operands(op, operands, out, inplace, common, out_dt, device, shape, 
                            f"{target._dtype._torch_name}")
     # PyTorch's TensorIterator rules: the written-to tensor must not overlap itself, nor an
     # input in part (the very same memory is fine: a.add_(a))
-    from pytorchlite._argparse import PARTIAL, check_write
-    check_write(target, operands, PARTIAL)
+    _check_write(target, operands, _PARTIAL)
     # an overlap PyTorch does not refuse (a strided view it cannot judge, a full overlap
     # read through a cast) is computed into a fresh tensor and copied in
     direct = target._dtype is out_dt and not any(_overlaps(target, t) for t in ins)
