@@ -363,9 +363,8 @@ def _parse_entry(raw, file):
         except (KeyError, IndexError, ValueError) as exc:
             raise fail(f"'out_cast_error' may use {{op}}, {{out}}, {{result}}, {{out_c}} and {{result_c}} only "
                        f"({exc})") from None
-        if kind == "pointwise" or "out" not in variants or out_dtype_error:
-            raise fail("'out_cast_error' needs a kernel or composite entry with an 'out' variant and no "
-                       "'out_dtype_error' (an exact dtype is never cast)")
+        if kind == "pointwise" or "out" not in variants:
+            raise fail("'out_cast_error' needs a kernel or composite entry with an 'out' variant")
     if "out_overlap" in e:
         out_overlap = e.pop("out_overlap")
         if isinstance(out_overlap, dict):

@@ -308,12 +308,13 @@ def write_out(op, result, out, inputs=(), overlap=PARTIAL, dtype_error=None, cas
 
 
 def _check_out_dtype(op, result, out, dtype_error, cast_error=None):
-    if dtype_error is not None and result._dtype is not out._dtype:
-        raise RuntimeError(out_dtype_message(dtype_error, op, out._dtype, result._dtype))
+    # (PyTorch's linalg ops check the cast first, then the exact dtype: both may be declared)
     if cast_error is not None and not D.can_cast(result._dtype, out._dtype):
         kind, _, message = cast_error.partition(": ")
         raise (TypeError if kind == "TypeError" else RuntimeError)(
             out_dtype_message(message, op, out._dtype, result._dtype))
+    if dtype_error is not None and result._dtype is not out._dtype:
+        raise RuntimeError(out_dtype_message(dtype_error, op, out._dtype, result._dtype))
     _check_cast(op, result._dtype, out)
 
 

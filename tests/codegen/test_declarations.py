@@ -485,12 +485,11 @@ def test_out_rules_are_read(tmp_path):
     assert cat.out_cast_error.startswith("TypeError: torch.cat()")
     msg = _error(_load, tmp_path, """
         - func: cat(Tensor[] tensors, int dim=0) -> Tensor
-          variants: function, out
+          variants: function
           kernel: {cpu: a.b}
-          out_dtype_error: "exact"
           out_cast_error: "TypeError: cast"
     """)
-    assert "an exact dtype is never cast" in msg
+    assert "'out_cast_error' needs a kernel or composite entry with an 'out' variant" in msg
 
 
 @pytest.mark.parametrize("rule, message", [
