@@ -391,7 +391,9 @@ def _bindings(op, deriv=None):
             elif inplace:
                 # no derivative (x.gt_(y)): the result does not depend differentiably on self,
                 # so a self in a graph gets it as a copy (its history then gives zeros)
+                # (checked as the kernel would check self: PyTorch's TensorIterator rule)
                 lines.append(f"if self._requires_grad and _gm.grad: "
+                             f"_a.check_write(self, ({''.join(t + ', ' for t in tensors if t != 'self')}), 1); "
                              f"return _a.write_inplace({name + '_'!r}, {pw_call('None', _inplace=False)}, self)")
             lines.append(f"return {pw_call(target)}")
         elif impl.kind == "kernel":

@@ -334,6 +334,10 @@ def test_messages_without_torch():
     with pytest.raises(RuntimeError) as e:
         pytorchlite.zeros(3).expand(2, 3).add_(1)
     assert str(e.value) == INTERNAL
+    g = pytorchlite.arange(8.0, requires_grad=True).clone()    # the in-place form without a derivative
+    with pytest.raises(RuntimeError) as e:
+        g[2:6].gt_(g[:4])
+    assert str(e.value) == PARTIAL
     a = pytorchlite.arange(6.0)
     assert a.add_(a).tolist() == [0.0, 2.0, 4.0, 6.0, 8.0, 10.0]      # exactly the same memory: allowed
     b = pytorchlite.ones(6)
