@@ -360,6 +360,9 @@ def _bindings(op, deriv=None):
                 continue
             argvars.append("self" if (method and a.name == "self") else _pyname(a))
         target = "self" if inplace else ("out" if with_out else "None")
+        # what a write into out= / self is checked against (ops.yaml out_overlap:, out_dtype_error:)
+        written = _WriteRule(op, [v for a, v in zip([a for a in op.schema.arguments if a not in outs], argvars)
+                                  if (a.type.is_tensor or a.type.is_tensor_list) and not (inplace and v == "self")], inplace)
 
         def var_of(arg_name, _method=method):
             a = next(x for x in op.schema.arguments if x.name == arg_name)
@@ -388,7 +391,9 @@ def _bindings(op, deriv=None):
             elif inplace:
                 # no derivative (x.gt_(y)): the result does not depend differentiably on self,
                 # so a self in a graph gets it as a copy (its history then gives zeros)
+                # (checked as the kernel would check self: PyTorch's TensorIterator rule)
                 lines.append(f"if self._requires_grad and _gm.grad: "
+                             f"_a.check_write(self, ({''.join(t + ', ' for t in tensors if t != 'self')}), 1); "
                              f"return _a.write_inplace({name + '_'!r}, {pw_call('None', _inplace=False)}, self)")
             lines.append(f"return {pw_call(target)}")
         elif impl.kind == "kernel":
@@ -414,13 +419,15 @@ def _bindings(op, deriv=None):
             if with_out and impl.structured is not None:
                 into = ["_out=out"]     # the generated impl writes into out when it fits
             kcall = f"_d.OP_{impl.ident}.kernel({dev})({', '.join(argvars + into)})"
+            if inplace and written.mode:
+                lines.append(written.check_inplace())
             if deriv is not None:
                 run = [f"_result = {kcall}"]
                 if inplace:
                     run.append(f"_result = _a.write_inplace({name + '_'!r}, _result, self)")
                 lines.extend(binding_lines(deriv, op, var_of, run, mutates, with_out, runs_kernel=True))
             lines.append(f"_result = {kcall}")
-            lines.append(_finish(name, inplace, with_out))
+            lines.append(_finish(name, inplace, with_out, written=written))
         else:
             if method:
                 lines.insert(0, "input = self")
@@ -432,6 +439,8 @@ def _bindings(op, deriv=None):
                 # so what its parts save of self is not overwritten when the result is
                 # written back into self (PyTorch's in-place ops save the original likewise).
                 target = "_target"
+                if written.mode:
+                    lines.append(written.check_inplace())
                 lines.append("_target = self")
                 lines.append("if self._requires_grad and _gm.grad: self = input = self.clone()")
             if impl.composite_fn:
@@ -443,7 +452,7 @@ def _bindings(op, deriv=None):
                 lines.append(f"_result = _cm.{fn}({', '.join(call)})")
             else:
                 lines.append(f"_result = ({impl.composite})")
-            lines.append(_finish(name, inplace, with_out, target))
+            lines.append(_finish(name, inplace, with_out, target, written))
         doc = _doc_literal(op, public) if not method else ""
         form = "inplace" if inplace else ("method" if method else "function")
         out.append(Binding(pyname, sig, lines, doc, op=op, form=form, varargs=varargs, with_out=with_out))
@@ -457,11 +466,38 @@ def _public_name(op):
     return op.name
 
 
-def _finish(name, inplace, with_out, target="self"):
+_OVERLAP_MODES = {"none": 0, "partial": 1, "any": 2}   # _argparse.NO_CHECK, PARTIAL, ANY
+
+
+class _WriteRule:
+    """How a kernel or composite binding writes into out= or self (in place): PyTorch's
+    dtype rule (ops.yaml `out_dtype_error:`: the exact dtype; else a cast the result allows)
+    and overlap rule (`out_overlap:`) against the operator's tensor inputs `inputs` (the
+    binding's variable names). Pointwise operators check the same in their runtime."""
+
+    def __init__(self, op, inputs, inplace):
+        impl = op.impl
+        self.mode = _OVERLAP_MODES[impl.out_overlap[1 if inplace else 0]]
+        self.dtype_error = impl.out_dtype_error or None
+        self.cast_error = impl.out_cast_error or None
+        self.inputs = "(" + "".join(v + ", " for v in inputs) + ")"
+
+    def check_inplace(self):
+        return f"_a.check_write(self, {self.inputs}, {self.mode})"
+
+    def out_args(self):
+        if not self.mode and self.dtype_error is None and self.cast_error is None:
+            return ""
+        return (f", {self.inputs}, {self.mode}" + (f", {self.dtype_error!r}" if self.dtype_error else "")
+                + (f", cast_error={self.cast_error!r}" if self.cast_error else ""))
+
+
+def _finish(name, inplace, with_out, target="self", written=None):
     if inplace:
         return f"return _a.write_inplace({name + '_'!r}, _result, {target})"
     if with_out:
-        return f"return _result if out is None else _a.write_out({name!r}, _result, out)"
+        extra = written.out_args() if written is not None else ""
+        return f"return _result if out is None else _a.write_out({name!r}, _result, out{extra})"
     return "return _result"
 
 

@@ -126,6 +126,11 @@ class Operator:
     differentiable: Optional[bool] = None
     tensor_scalars: tuple = field(default=())  # Tensor args that also accept Python numbers
     inplace_kernel: bool = False   # the kernel writes the in-place form's result into self itself
+    # out=/in-place rules of kernel and composite entries (pointwise ones: PointwiseBody):
+    out_dtype_error: str = ""      # out= must have exactly the result dtype; PyTorch's message
+    out_cast_error: str = ""       # "TypeError: <message>" when out= cannot take the result's dtype
+    # which memory overlap of the written-to tensor and an input is refused, (out=, in place)
+    out_overlap: tuple = ("partial", "partial")
     python_operators: tuple = ()   # Tensor's Python operators that call it (codegen/operators.py)
     structured: Optional[object] = None   # codegen/structured.py: Structured (meta + C calls)
     composite_fn: str = ""         # "pytorchlite._composites.linalg.cross": the composite is that function
@@ -199,11 +204,12 @@ class Operator:
 
 _ENTRY_KEYS = ("func", "variants", "pointwise", "dtypes", "promotion", "composite", "kernel", "alias_of",
                "python_module", "doc", "differentiable", "tensor_scalars", "inplace_kernel", "operators",
-               "check", "kernel_name", "dtype_errors", "out_dtype_error", "all_numbers", "structured")
+               "check", "kernel_name", "dtype_errors", "out_dtype_error", "all_numbers", "structured", "out_overlap",
+               "out_cast_error")
 # keys an alias takes from its target instead
 _IMPL_KEYS = ("pointwise", "dtypes", "promotion", "composite", "kernel", "structured", "differentiable",
               "tensor_scalars", "inplace_kernel", "check", "kernel_name", "dtype_errors", "out_dtype_error",
-              "all_numbers")
+              "all_numbers", "out_overlap", "out_cast_error")
 # `composite: pytorchlite._composites.linalg.cross` names a function in a module
 _COMPOSITE_FN = re.compile(r"^pytorchlite\._composites\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -307,7 +313,7 @@ def _parse_entry(raw, file):
             tensor_scalars = [a.name for a in schema.positional[1:] if a.type.is_tensor]
     else:
         for k in ("dtypes", "promotion") + _POINTWISE_RULES:
-            if k in e:
+            if k in e and k != "out_dtype_error":
                 raise fail(f"'{k}' belongs to pointwise entries only")
         if kind == "composite":
             composite = e.pop("composite")
@@ -340,6 +346,47 @@ def _parse_entry(raw, file):
         if n not in {a.name for a in schema.arguments if a.type.is_tensor}:
             raise fail(f"tensor_scalars names '{n}', which is not a Tensor argument")
 
+    out_dtype_error, out_overlap = "", ("partial", "partial")
+    if kind != "pointwise":
+        out_dtype_error = _parse_out_dtype_error(e, fail)
+        if out_dtype_error and "out" not in variants:
+            raise fail("'out_dtype_error' needs an 'out' variant")
+    out_cast_error = ""
+    if "out_cast_error" in e:
+        out_cast_error = e.pop("out_cast_error")
+        kind_, _, msg = out_cast_error.partition(": ") if isinstance(out_cast_error, str) else ("", "", "")
+        if kind_ not in ("RuntimeError", "TypeError") or not msg:
+            raise fail("'out_cast_error' must be PyTorch's exception and message: 'TypeError: <message>' or "
+                       f"'RuntimeError: <message>', got {out_cast_error!r}")
+        try:
+            msg.format(**{k: "" for k in OUT_DTYPE_FIELDS})
+        except (KeyError, IndexError, ValueError) as exc:
+            raise fail(f"'out_cast_error' may use {{op}}, {{out}}, {{result}}, {{out_c}} and {{result_c}} only "
+                       f"({exc})") from None
+        if kind == "pointwise" or "out" not in variants:
+            raise fail("'out_cast_error' needs a kernel or composite entry with an 'out' variant")
+    if "out_overlap" in e:
+        out_overlap = e.pop("out_overlap")
+        if isinstance(out_overlap, dict):
+            # {out: partial, inplace: none}: the two forms differ (addmm)
+            out_overlap.pop("__line__", None)
+            if not out_overlap or set(out_overlap) - {"out", "inplace"}:
+                raise fail("'out_overlap' as a mapping takes the keys 'out' and 'inplace'")
+            for v in out_overlap.values():
+                if v not in OUT_OVERLAP:
+                    raise fail(f"'out_overlap' values must be one of {', '.join(OUT_OVERLAP)}, got {v!r}")
+            out_overlap = (out_overlap.get("out", "partial"), out_overlap.get("inplace", "partial"))
+        elif out_overlap in OUT_OVERLAP:
+            out_overlap = (out_overlap, out_overlap)
+        else:
+            raise fail(f"'out_overlap' must be one of {', '.join(OUT_OVERLAP)} (or a mapping of 'out' and "
+                       f"'inplace' to them), got {out_overlap!r}")
+        if kind == "pointwise":
+            raise fail("'out_overlap' belongs to kernel and composite entries: pointwise operators refuse "
+                       "partial overlap, as PyTorch's TensorIterator does")
+        if "out" not in variants and "inplace" not in variants:
+            raise fail("'out_overlap' needs an 'out' or 'inplace' variant")
+
     e.pop(kind, None)
     if e:
         left = sorted(e)
@@ -350,7 +397,28 @@ def _parse_entry(raw, file):
                     python_module=python_module, doc=doc.strip(), differentiable=differentiable,
                     tensor_scalars=tuple(tensor_scalars), inplace_kernel=inplace_kernel,
                     python_operators=python_operators, structured=structured,
-                    composite_fn=composite_fn, alias_of=alias_of)
+                    composite_fn=composite_fn, alias_of=alias_of, out_dtype_error=out_dtype_error,
+                    out_cast_error=out_cast_error, out_overlap=out_overlap)
+
+
+# `out_overlap:` values: what a write into out= or self (in place) refuses of an input
+# sharing its memory (PyTorch: at::assert_no_partial_overlap / assert_no_overlap / none)
+OUT_OVERLAP = ("partial", "any", "none")
+# what an `out_dtype_error:` message may name: the operator, and the out and result dtypes
+# as PyTorch names them (`Float`) or as its C++ type names (`float`, `long int`)
+OUT_DTYPE_FIELDS = ("op", "out", "result", "out_c", "result_c")
+
+
+def _parse_out_dtype_error(e, fail):
+    out_err = e.pop("out_dtype_error", "")
+    if not isinstance(out_err, str):
+        raise fail("'out_dtype_error' must be PyTorch's message (with {op}, {out}, {result}, {out_c}, {result_c})")
+    try:
+        out_err.format(**{k: "" for k in OUT_DTYPE_FIELDS})
+    except (KeyError, IndexError, ValueError) as exc:
+        raise fail(f"'out_dtype_error' may use {{op}}, {{out}}, {{result}}, {{out_c}} and {{result_c}} only "
+                   f"({exc})") from None
+    return out_err
 
 
 _POINTWISE_RULES = ("check", "kernel_name", "dtype_errors", "out_dtype_error", "all_numbers", "structured")
@@ -371,13 +439,7 @@ def _parse_pointwise_rules(e, schema, fail):
     for d, msg in errors.items():
         if d not in ALL_DTYPES or not isinstance(msg, str):
             raise fail(f"'dtype_errors' must map a dtype name to a message, got {d!r}: {msg!r}")
-    out_err = e.pop("out_dtype_error", "")
-    if not isinstance(out_err, str):
-        raise fail("'out_dtype_error' must be PyTorch's message (with {op}, {out}, {result})")
-    try:
-        out_err.format(op="", out="", result="")
-    except (KeyError, IndexError, ValueError) as exc:
-        raise fail(f"'out_dtype_error' may use {{op}}, {{out}} and {{result}} only ({exc})") from None
+    out_err = _parse_out_dtype_error(e, fail)
     all_numbers = e.pop("all_numbers", False)
     if not isinstance(all_numbers, bool):
         raise fail("'all_numbers' must be true or false")

@@ -8,7 +8,7 @@ import operator
 import warnings
 
 from pytorchlite import _dtype as D
-from pytorchlite._core import TensorBase as _Tensor
+from pytorchlite._core import TensorBase as _Tensor, overlap_status
 from pytorchlite._device import CPU, device as _device
 
 
@@ -231,7 +231,58 @@ def check_out_autograd(op, out):
                            "but one of the arguments requires grad.")
 
 
-def write_out(op, result, out):
+# --- writing into out= and in place: PyTorch's dtype, shape and memory-overlap rules ----------
+# (generated bindings call these with the operator's ops.yaml `out_dtype_error:` and
+# `out_overlap:`; pointwise operators check the same in _kernels/pointwise.py)
+
+INTERNAL_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a single "
+                    "memory location. Please clone() the tensor before performing the operation.")
+PARTIAL_OVERLAP = ("unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
+                   "single memory location. Please clone() the tensor before performing the operation.")
+# out_overlap: what is refused of an input sharing the written-to tensor's memory
+NO_CHECK, PARTIAL, ANY = 0, 1, 2
+
+# PyTorch's C++ type names, which some of its out= dtype messages use ("dtype long int")
+C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                "uint8": "unsigned char", "bool": "bool"}
+
+
+def out_dtype_message(rule, op, out_dtype, result_dtype):
+    """An ops.yaml `out_dtype_error:` message, filled in."""
+    return rule.format(op=op, out=out_dtype._torch_name, result=result_dtype._torch_name,
+                       out_c=C_TYPE_NAMES.get(out_dtype.name, out_dtype.name),
+                       result_c=C_TYPE_NAMES.get(result_dtype.name, result_dtype.name))
+
+
+def check_write(dst, inputs, mode):
+    """Refuse a write into `dst` (out= or self in place) that PyTorch refuses: `dst` with
+    elements that share memory (an expanded tensor), or an input overlapping it partly
+    (mode PARTIAL), or at all (mode ANY). `inputs` may hold lists of tensors and
+    non-tensors. The usual call costs a containment test and one identity test per input:
+    the exact test runs only for an input on dst's very storage."""
+    if not mode:
+        return
+    if 0 in dst._stride:
+        for n, s in zip(dst._shape, dst._stride):
+            if s == 0 and n > 1:
+                raise RuntimeError(INTERNAL_OVERLAP)
+    st = dst._storage
+    for t in inputs:
+        if getattr(t, "_storage", None) is st:
+            lap = overlap_status(dst, t)
+            if lap == 1 or (lap == 2 and mode == ANY):
+                raise RuntimeError(PARTIAL_OVERLAP)
+        elif t.__class__ is list or t.__class__ is tuple:
+            check_write(dst, t, mode)
+
+
+def write_out(op, result, out, inputs=(), overlap=PARTIAL, dtype_error=None, cast_error=None):
+    """Write the functional `result` into `out=` (a tensor, or a tuple for several
+    results) as PyTorch does: its dtype rule (`dtype_error`: the exact dtype, with that
+    message; else a cast the result allows, refused with `cast_error`, "TypeError: <message>",
+    where PyTorch has its own), resized to the result's shape (warning when it held
+    elements), then the overlap rule against `inputs`."""
     if isinstance(result, tuple):
         # ops with several results (sort, topk, cummax, ...) take a tuple of out tensors
         if not isinstance(out, (tuple, list)) or not all(isinstance(t, _Tensor) for t in out):
@@ -240,17 +291,31 @@ def write_out(op, result, out):
             raise TypeError(f"{op}(): argument 'out' must be tuple of {len(result)} Tensors, not a tuple of "
                             f"{len(out)}")
         for r, o in zip(result, out):
-            write_out(op, r, o)
+            _check_out_dtype(op, r, o, dtype_error, cast_error)
+        for r, o in zip(result, out):
+            write_out(op, r, o, inputs, overlap, None)
         return type(result)(*out) if hasattr(result, "_fields") else tuple(out)
     if not isinstance(out, _Tensor):
         raise type_error(op, "out", None, "Tensor", out)
-    if result is out:       # a structured kernel wrote into out itself
+    if result is out:       # a structured kernel wrote into out itself (it shares no memory with an input)
         out._vc[0] += 1
         return out
-    _check_cast(op, result._dtype, out)
+    _check_out_dtype(op, result, out, dtype_error, cast_error)
     resize_out(op, out, result._shape)
+    check_write(out, inputs, overlap)
     out.copy_(result)
     return out
+
+
+def _check_out_dtype(op, result, out, dtype_error, cast_error=None):
+    # (PyTorch's linalg ops check the cast first, then the exact dtype: both may be declared)
+    if cast_error is not None and not D.can_cast(result._dtype, out._dtype):
+        kind, _, message = cast_error.partition(": ")
+        raise (TypeError if kind == "TypeError" else RuntimeError)(
+            out_dtype_message(message, op, out._dtype, result._dtype))
+    if dtype_error is not None and result._dtype is not out._dtype:
+        raise RuntimeError(out_dtype_message(dtype_error, op, out._dtype, result._dtype))
+    _check_cast(op, result._dtype, out)
 
 
 def write_inplace(op, result, self):

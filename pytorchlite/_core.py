@@ -331,6 +331,40 @@ def self_overlapping(t):
     return False
 
 
+def _dense(t):
+    """PyTorch's is_non_overlapping_and_dense: the strides are a permutation of contiguous
+    ones (size-1 dims aside)."""
+    if t._contig:
+        return True
+    expected = 1
+    for s, n in sorted((s, n) for n, s in zip(t._shape, t._stride) if n != 1):
+        if s != expected:
+            return False
+        expected *= n
+    return True
+
+
+def overlap_status(a, b):
+    """PyTorch's get_overlap_status of two tensors: 2 when they are exactly the same memory
+    (full overlap), 1 when they share part of it (partial), 0 when they do not, or when
+    one is not dense and PyTorch does not try to tell ("too hard")."""
+    if a is b:
+        return 2
+    if a._storage is not b._storage:      # the cheap test first: most writes stop here
+        return 0
+    na, nb = numel(a._shape), numel(b._shape)
+    if not na or not nb or not (_dense(a) and _dense(b)):
+        return 0
+    # byte ranges (a view of another dtype shares the storage too)
+    a_lo = a._offset * a._dtype.itemsize
+    b_lo = b._offset * b._dtype.itemsize
+    a_hi = a_lo + na * a._dtype.itemsize
+    b_hi = b_lo + nb * b._dtype.itemsize
+    if a_lo == b_lo and a_hi == b_hi:
+        return 2 if a._stride == b._stride else 1
+    return 1 if a_lo < b_hi and b_lo < a_hi else 0
+
+
 def overlaps(a, b):
     """Whether a and b's memory ranges touch without being the same view."""
     if a._storage is not b._storage:

@@ -358,12 +358,20 @@ def test_copy_broadcasts_and_checks_shape():
 
 
 def test_copy_from_overlapping_self():
+    # partly the same memory: refused, as PyTorch refuses it, before anything is written
     base = np.arange(6, dtype=np.int64)
     p = ptl.from_numpy(base)
-    p[1:].copy_(p[:-1])
-    t = torch.arange(6)
-    t[1:].copy_(t[:-1].clone())
-    assert base.tolist() == t.tolist()
+    tx = torch.arange(6)
+    _same_error(lambda: p[1:].copy_(p[:-1]), lambda: tx[1:].copy_(tx[:-1]), RuntimeError)
+    with pytest.raises(RuntimeError, match="some elements of the input tensor and the written-to tensor"):
+        p[1:].copy_(p[:-1])
+    assert base.tolist() == list(range(6))
+    # strided views PyTorch does not judge: the result is as if the source were read first
+    q = ptl.arange(6.0)
+    q[::2].copy_(q[1::2])
+    t = torch.arange(6.0)
+    t[::2].copy_(t[1::2])
+    assert q.tolist() == t.tolist()
 
 
 # --- contiguous / clone ---------------------------------------------------------------------

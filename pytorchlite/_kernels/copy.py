@@ -1,7 +1,9 @@
 """Kernel entries for copying: copy_, _to_copy (dtype/device conversion), clone, contiguous."""
 
 from pytorchlite import _backends
+from pytorchlite._argparse import PARTIAL_OVERLAP
 from pytorchlite._core import broadcast_shapes, copy_into, empty as _empty, overlaps as _overlaps, self_overlapping as _self_overlapping
+from pytorchlite._core import overlap_status as _overlap_status
 from pytorchlite._kernels.pointwise import _alloc
 from pytorchlite._memory_format import contiguous_format, preserve_format, check_memory_format
 from pytorchlite._core import TensorBase as Tensor, contiguous_strides, make, numel as _numel, scalar_tensor
@@ -16,8 +18,12 @@ def copy_(self, src, non_blocking=False):
     if _self_overlapping(self) and self.numel() > 1:
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
-    if _overlaps(self, src):
-        src = clone(src)
+    if src._storage is self._storage:
+        if _overlap_status(self, src) == 1:     # PyTorch's TensorIterator rule, as for every write
+            raise RuntimeError(PARTIAL_OVERLAP)
+        if _overlaps(self, src):
+            # strided views PyTorch does not judge (x[::2].copy_(x[1::2])): read a copy
+            src = clone(src)
     if self._device != src._device:
         _cross_device_copy(self, src, non_blocking)
     else:

@@ -12,7 +12,7 @@ hands descriptors to the generated C entry. Two paths:
 
 from pytorchlite import _dtype as D
 from pytorchlite._C import check, ffi, lib
-from pytorchlite._argparse import common_device as _common_device
+from pytorchlite._argparse import PARTIAL as _PARTIAL, check_write as _check_write, common_device as _common_device
 from pytorchlite._device import CPU as _CPU
 from pytorchlite._promotion import result_type_of
 from pytorchlite._storage import Storage
@@ -21,7 +21,7 @@ from pytorchlite._kernels import pointwise_checks as _checks
 from pytorchlite._core import (  # noqa: F401  (copy_into, to_dtype: used by the CUDA pointwise path)
     TensorBase as Tensor, broadcast_shapes, contiguous_strides, copy_into, descriptors as _descs,
     empty as _empty, expand_strides, make, numel as _numel, overlaps as _overlaps, scalar_pair as _scalar_arg,
-    scalar_tensor, self_overlapping as _self_overlapping, to_dtype)
+    scalar_tensor, to_dtype)
 
 _BOOL = D.bool
 _NUMBER = (bool, int, float)
@@ -368,7 +368,8 @@ def prepare_operands(op, operands, out, inplace, common, out_dt, device, shape, 
         check_out_autograd(op.name, out)
         rule = op.out_dtype_error
         if rule is not None and out._dtype is not out_dt:
-            raise RuntimeError(rule.format(op=op.name, out=out._dtype._torch_name, result=out_dt._torch_name))
+            from pytorchlite._argparse import out_dtype_message
+            raise RuntimeError(out_dtype_message(rule, op.name, out._dtype, out_dt))
         resize_out(op.name, out, shape)
         target = out
     if target is None:
@@ -376,9 +377,11 @@ def prepare_operands(op, operands, out, inplace, common, out_dt, device, shape, 
     if not D.can_cast(out_dt, target._dtype):
         raise RuntimeError(f"result type {out_dt._torch_name} can't be cast to the desired output type "
                            f"{target._dtype._torch_name}")
-    if _self_overlapping(target):
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                           "single memory location. Please clone() the tensor before performing the operation.")
+    # PyTorch's TensorIterator rules: the written-to tensor must not overlap itself, nor an
+    # input in part (the very same memory is fine: a.add_(a))
+    _check_write(target, operands, _PARTIAL)
+    # an overlap PyTorch does not refuse (a strided view it cannot judge, a full overlap
+    # read through a cast) is computed into a fresh tensor and copied in
     direct = target._dtype is out_dt and not any(_overlaps(target, t) for t in ins)
     return ins, target, target if direct else _empty(shape, out_dt, device)
 

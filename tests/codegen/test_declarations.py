@@ -433,7 +433,8 @@ def test_pointwise_rules_are_read(tmp_path):
 @pytest.mark.parametrize("rule, message", [
     ("check: nodot", "'check' must name a 'module.function'"),
     ("dtype_errors: {boolean: x}", "'dtype_errors' must map a dtype name to a message"),
-    ("out_dtype_error: 'wrong {dtype}'", "may use {op}, {out} and {result} only"),
+    ("out_dtype_error: 'wrong {dtype}'", "may use {op}, {out}, {result}, {out_c} and {result_c} only"),
+    ("out_overlap: none", "'out_overlap' belongs to kernel and composite entries"),
     ("all_numbers: sometimes", "'all_numbers' must be true or false"),
 ])
 def test_pointwise_rule_errors(tmp_path, rule, message):
@@ -452,6 +453,76 @@ def test_pointwise_rules_belong_to_pointwise_entries(tmp_path):
           kernel_name: f_cpu
     """)
     assert "'kernel_name' belongs to pointwise entries only" in msg
+
+
+# --- out= and in-place rules of kernel and composite entries ----------------------------------
+
+def test_out_rules_are_read(tmp_path):
+    ops = _load(tmp_path, """
+        - func: mm(Tensor self, Tensor mat2) -> Tensor
+          variants: function, out
+          kernel: {cpu: a.b}
+          out_dtype_error: "Expected out tensor to have dtype {result_c}, but got {out_c} instead"
+          out_overlap: none
+        - func: addmm(Tensor self, Tensor mat1, Tensor mat2) -> Tensor
+          variants: function, method, inplace, out
+          composite: self + mat1.mm(mat2)
+          out_overlap: {inplace: none}
+        - func: gather(Tensor self, int dim, Tensor index) -> Tensor
+          variants: function, out
+          kernel: {cpu: a.b}
+    """)
+    mm, addmm, gather = ops
+    assert mm.out_dtype_error.startswith("Expected out tensor") and mm.out_overlap == ("none", "none")
+    assert addmm.out_overlap == ("partial", "none") and addmm.out_dtype_error == ""
+    assert gather.out_overlap == ("partial", "partial")
+    (cat,) = _load(tmp_path, """
+        - func: cat(Tensor[] tensors, int dim=0) -> Tensor
+          variants: function, out
+          kernel: {cpu: a.b}
+          out_cast_error: "TypeError: torch.cat(): input types can't be cast to the desired output type {out}"
+    """)
+    assert cat.out_cast_error.startswith("TypeError: torch.cat()")
+    msg = _error(_load, tmp_path, """
+        - func: cat(Tensor[] tensors, int dim=0) -> Tensor
+          variants: function
+          kernel: {cpu: a.b}
+          out_cast_error: "TypeError: cast"
+    """)
+    assert "'out_cast_error' needs a kernel or composite entry with an 'out' variant" in msg
+
+
+@pytest.mark.parametrize("rule, message", [
+    ("out_overlap: sometimes", "'out_overlap' must be one of partial, any, none"),
+    ("out_overlap: {out: any, self: none}", "'out_overlap' as a mapping takes the keys 'out' and 'inplace'"),
+    ("out_overlap: {out: maybe}", "'out_overlap' values must be one of partial, any, none"),
+    ("out_dtype_error: 'got {dtype}'", "may use {op}, {out}, {result}, {out_c} and {result_c} only"),
+    ("out_cast_error: 'no type given'", "'out_cast_error' must be PyTorch's exception and message"),
+    ("out_cast_error: 'TypeError: {dtype}'", "'out_cast_error' may use {op}, {out}, {result}"),
+])
+def test_out_rule_errors(tmp_path, rule, message):
+    msg = _error(_load, tmp_path, f"""
+        - func: f(Tensor self) -> Tensor
+          variants: function, out
+          kernel: {{cpu: a.b}}
+          {rule}
+    """)
+    assert message in msg and "ops.yaml:2: f(Tensor self) -> Tensor" in msg, msg
+
+
+def test_out_rules_need_the_forms_they_govern(tmp_path):
+    msg = _error(_load, tmp_path, """
+        - func: f(Tensor self) -> Tensor
+          kernel: {cpu: a.b}
+          out_dtype_error: "no"
+    """)
+    assert "'out_dtype_error' needs an 'out' variant" in msg
+    msg = _error(_load, tmp_path, """
+        - func: f(Tensor self) -> Tensor
+          kernel: {cpu: a.b}
+          out_overlap: any
+    """)
+    assert "'out_overlap' needs an 'out' or 'inplace' variant" in msg
 
 
 def test_a_launcher_device_names_a_python_function(tmp_path):
