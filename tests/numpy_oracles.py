@@ -1,0 +1,307 @@
+"""NumPy references for the pointwise operators of ops.yaml, used as the oracle when PyTorch
+is not installed (so that the kernels are still tested), and checked against PyTorch where it
+is (tests/test_pointwise.py::test_numpy_oracle_agrees_with_torch).
+
+`POINTWISE[name]` is `(fn, kind, dtypes)`: `fn` takes NumPy arrays (and the operator's
+scalars by name) and computes the values; `kind` gives PyTorch's result dtype for operands
+of one dtype (see `result_dtype`); `dtypes` are the operand dtypes the reference speaks
+for. Other dtypes (where PyTorch raises, or where its integer semantics are its own) are
+left to the PyTorch run: the test says how many it could not check.
+
+Floating results are computed in float64 and rounded once to the result dtype, which is
+what PyTorch's half-precision "opmath" does too (compute in float32, round once), so a
+reference is at least as exact as the operator it checks.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from parity import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, NumpyRef
+
+try:
+    from scipy import special as _special
+except ImportError:   # erfinv is then left to the PyTorch run
+    _special = None
+
+NUMERIC = tuple(d for d in ALL_DTYPES if d != "bool")
+SIGNED = tuple(d for d in NUMERIC if d != "uint8")
+
+
+def result_dtype(kind, dtype):
+    """PyTorch's result dtype of a `kind` operator on operands of `dtype`."""
+    if kind == "bool":
+        return "bool"
+    if kind == "float":     # integer inputs give the default float dtype
+        return dtype if dtype in FLOAT_DTYPES else "float32"
+    return dtype            # "same"
+
+
+def _f64(*arrays):
+    # PyTorch casts integer operands to the default float dtype first (int32's 2**31 - 1
+    # becomes 2**31), then computes
+    return [np.asarray(a).astype(np.float32).astype(np.float64) if np.asarray(a).dtype.kind in "iub"
+            else np.asarray(a, dtype=np.float64) for a in arrays]
+
+
+def _opmath(fn):
+    """A float-kind reference computed as PyTorch's CPU loops do: float64 in float64, every
+    other dtype in float32 (where a sum that cancels, as in addcdiv, depends on it)."""
+    def ref(*arrays, **scalars):
+        t = np.float64 if any(np.asarray(a).dtype == np.float64 for a in arrays) else np.float32
+        with np.errstate(all="ignore"):
+            return fn(*[np.asarray(a).astype(t) for a in arrays], **scalars)
+    return ref
+
+
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[np.float64])(x) if x.size else x
+
+
+def _erfc(x):
+    return np.vectorize(math.erfc, otypes=[np.float64])(x) if x.size else x
+
+
+def _sigmoid(x):
+    with np.errstate(over="ignore"):
+        return 1.0 / (1.0 + np.exp(-x))
+
+
+def _softplus(x, beta=1, threshold=20):
+    with np.errstate(over="ignore"):
+        return np.where(x * beta > threshold, x, np.log1p(np.exp(x * beta)) / beta)
+
+
+def _trunc_div(a, b):
+    return np.trunc(a / b)
+
+
+def _int_trunc_div(a, b):
+    # in the integer dtype itself (a float quotient loses int64's low bits)
+    q = np.floor_divide(a, b)
+    return q + ((a - q * b != 0) & ((a < 0) != (b < 0))).astype(a.dtype)
+
+
+def _shift(x, s, left):
+    # PyTorch: a shift by a negative amount or by the width or more gives 0 (or -1 for a
+    # negative value shifted right), as if the bits ran out
+    bits = 8 * x.dtype.itemsize
+    s64 = s.astype(np.int64)
+    inside = (s64 >= 0) & (s64 < bits)
+    amount = np.where(inside, s64, 0).astype(x.dtype)
+    if left:
+        return np.where(inside, np.left_shift(x, amount), np.zeros_like(x))
+    fill = np.where(x < 0, np.array(-1).astype(x.dtype), np.zeros_like(x))
+    return np.where(inside, np.right_shift(x, amount), fill)
+
+
+def _float(fn):
+    """A float-kind reference: float64 in, float64 out."""
+    def ref(*arrays, **scalars):
+        with np.errstate(all="ignore"):
+            return fn(*_f64(*arrays), **scalars)
+    return ref
+
+
+def _native(fn):
+    """A reference computed in the operands' own dtype (integer wraparound included)."""
+    def ref(*arrays, **scalars):
+        with np.errstate(all="ignore"):
+            return fn(*arrays, **scalars)
+    return ref
+
+
+def _int_or_float(int_fn, float_fn):
+    def ref(*arrays, **scalars):
+        with np.errstate(all="ignore"):
+            if arrays[0].dtype.kind in "iub":
+                return int_fn(*arrays, **scalars)
+            return float_fn(*_f64(*arrays), **scalars)
+    return ref
+
+
+def _clamp(x, lo, hi):
+    # PyTorch: min(max(x, lo), hi), nan propagating from any operand
+    return np.minimum(np.maximum(x, lo), hi)
+
+
+def _round_decimals(x, decimals):
+    f = 10.0 ** abs(decimals)
+    return np.rint(x * f) / f if decimals >= 0 else np.rint(x / f) * f
+
+
+def _nan_to_num(x, nan=None, posinf=None, neginf=None, *, dtype):
+    info = np.finfo(np.float32) if dtype == "bfloat16" else np.finfo(dtype)
+    big = float.fromhex("0x1.fep127") if dtype == "bfloat16" else float(info.max)
+    out = np.where(np.isnan(x), 0.0 if nan is None else nan, x)
+    out = np.where(np.isposinf(x), big if posinf is None else posinf, out)
+    return np.where(np.isneginf(x), -big if neginf is None else neginf, out)
+
+
+def _floor_div(a, b):
+    if a.dtype.kind in "iu":
+        return np.floor_divide(a, b)
+    # PyTorch's float floor division: floor of the true quotient, corrected as fmod does
+    mod = np.fmod(a, b)
+    div = (a - mod) / b
+    div = np.where((mod != 0) & ((b < 0) != (mod < 0)), div - 1, div)
+    floor = np.floor(div)
+    floor = np.where(div - floor > 0.5, floor + 1, floor)
+    q = np.where(div != 0, floor, np.copysign(0.0, a / b))
+    return np.where(b == 0, a / b, q)
+
+
+def _sign(x):
+    if x.dtype == bool:
+        return x.copy()
+    return np.where(x != x, np.zeros_like(x), np.sign(x))    # PyTorch: sign(nan) is 0
+
+
+def _scalar_as(value, x):
+    """A Python scalar as PyTorch hands it to an integer kernel: converted to the tensor's
+    dtype, wrapping (uint8's -1 is 255); floats stay floats for float tensors."""
+    if x.dtype.kind in "iub":
+        return np.array(value).astype(np.int64).astype(x.dtype)
+    return value
+
+
+def _alpha(alpha, a):
+    if isinstance(alpha, bool) and a.dtype != bool:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if a.dtype.kind in "iub" and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    return _scalar_as(alpha, a)
+
+
+F_ALL = ALL_DTYPES
+F_FLOATS = FLOAT_DTYPES
+
+# name -> (reference, kind, operand dtypes it speaks for)
+POINTWISE = {
+    "exp": (_float(np.exp), "float", F_ALL),
+    "exp2": (_float(np.exp2), "float", F_ALL),
+    "expm1": (_float(np.expm1), "float", F_ALL),
+    "log": (_float(np.log), "float", F_ALL),
+    "log2": (_float(np.log2), "float", F_ALL),
+    "log10": (_float(np.log10), "float", F_ALL),
+    "log1p": (_float(np.log1p), "float", F_ALL),
+    "sqrt": (_float(np.sqrt), "float", F_ALL),
+    "rsqrt": (_float(lambda x: 1.0 / np.sqrt(x)), "float", F_ALL),
+    "sin": (_float(np.sin), "float", F_ALL),
+    "cos": (_float(np.cos), "float", F_ALL),
+    "tan": (_float(np.tan), "float", F_ALL),
+    "asin": (_float(np.arcsin), "float", F_ALL),
+    "acos": (_float(np.arccos), "float", F_ALL),
+    "atan": (_float(np.arctan), "float", F_ALL),
+    "sinh": (_float(np.sinh), "float", F_ALL),
+    "cosh": (_float(np.cosh), "float", F_ALL),
+    "tanh": (_float(np.tanh), "float", F_ALL),
+    "asinh": (_float(np.arcsinh), "float", F_ALL),
+    "acosh": (_float(np.arccosh), "float", F_ALL),
+    "atanh": (_float(np.arctanh), "float", F_ALL),
+    "sigmoid": (_float(_sigmoid), "float", F_ALL),
+    "erf": (_float(_erf), "float", F_ALL),
+    "erfc": (_float(_erfc), "float", F_ALL),
+    "reciprocal": (_float(lambda x: 1.0 / x), "float", F_ALL),
+    # (nan stays nan: PyTorch's relu is clamp_min(x, 0))
+    "relu": (_native(lambda x: np.where((x > 0) | (x != x), x, np.zeros_like(x))), "same", NUMERIC),
+    "threshold_backward": (_native(lambda g, x, threshold: np.where(x <= _scalar_as(threshold, x), np.zeros_like(g), g)),
+                           "same", NUMERIC),
+    "_gelu_erf": (_float(lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))), "float", F_FLOATS),
+    "_gelu_tanh": (_float(lambda x: 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))),
+                   "float", F_FLOATS),
+    "_silu": (_float(lambda x: x * _sigmoid(x)), "float", F_FLOATS),
+    "_mish": (_float(lambda x: x * np.tanh(_softplus(x))), "float", F_FLOATS),
+    "softplus": (_float(_softplus), "float", F_FLOATS),
+    "_elu": (_float(lambda x, alpha=1: np.where(x > 0, x, alpha * np.expm1(x))), "float", F_FLOATS),
+    "_leaky_relu": (_float(lambda x, negative_slope=0.01: np.where(x > 0, x, x * negative_slope)),
+                    "float", F_FLOATS),
+    "_hardtanh": (_float(lambda x, min_val=-1, max_val=1: _clamp(x, min_val, max_val)), "float", F_FLOATS),
+    "_hardsigmoid": (_float(lambda x: np.clip(x / 6.0 + 0.5, 0.0, 1.0)), "float", F_FLOATS),
+    "_hardswish": (_float(lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0), "float", F_FLOATS),
+    "abs": (_native(np.abs), "same", NUMERIC),
+    "neg": (_native(np.negative), "same", NUMERIC),
+    "floor": (_int_or_float(np.copy, np.floor), "same", NUMERIC),
+    "ceil": (_int_or_float(np.copy, np.ceil), "same", NUMERIC),
+    "_round": (_int_or_float(np.copy, np.rint), "same", NUMERIC),
+    "_round_decimals": (_float(_round_decimals), "float", F_FLOATS),
+    "trunc": (_int_or_float(np.copy, np.trunc), "same", NUMERIC),
+    "frac": (_float(lambda x: x - np.trunc(x)), "float", F_FLOATS),
+    "sign": (_native(_sign), "same", ALL_DTYPES),
+    "sgn": (_native(_sign), "same", ALL_DTYPES),
+    "isnan": (_native(np.isnan), "bool", F_FLOATS),
+    "isinf": (_native(np.isinf), "bool", F_FLOATS),
+    "isposinf": (_native(np.isposinf), "bool", F_FLOATS),
+    "isneginf": (_native(np.isneginf), "bool", F_FLOATS),
+    "isfinite": (_native(np.isfinite), "bool", F_FLOATS),
+    "signbit": (_native(np.signbit), "bool", F_FLOATS + SIGNED),
+    "logical_not": (_native(np.logical_not), "bool", ALL_DTYPES),
+    "bitwise_not": (_native(np.invert), "same", ("bool",) + INT_DTYPES),
+    "sub": (_native(lambda a, b, alpha=1: a - b * _alpha(alpha, a)), "same", NUMERIC),
+    "rsub": (_native(lambda a, b, alpha=1: b - a * _alpha(alpha, a)), "same", NUMERIC),
+    "add": (_int_or_float(lambda a, b, alpha=1: (a + b * _alpha(alpha, a)) if a.dtype != bool
+                          else (a | (b & bool(_alpha(alpha, a)))),
+                          lambda a, b, alpha=1: a + b * _alpha(alpha, a)), "same", ALL_DTYPES),
+    "mul": (_int_or_float(lambda a, b: a & b if a.dtype == bool else a * b, np.multiply), "same", ALL_DTYPES),
+    "_div_true": (_float(np.true_divide), "float", F_ALL),
+    "_div_trunc": (_int_or_float(_int_trunc_div, _trunc_div), "same", NUMERIC),
+    "_div_floor": (_int_or_float(np.floor_divide, _floor_div), "same", NUMERIC),
+    "floor_divide": (_int_or_float(np.floor_divide, _floor_div), "same", NUMERIC),
+    "remainder": (_native(np.remainder), "same", NUMERIC),
+    "fmod": (_native(np.fmod), "same", NUMERIC),
+    "pow": (_float(np.power), "float", F_FLOATS),
+    "maximum": (_native(np.maximum), "same", ALL_DTYPES),
+    "minimum": (_native(np.minimum), "same", ALL_DTYPES),
+    "fmax": (_native(np.fmax), "same", ALL_DTYPES),
+    "fmin": (_native(np.fmin), "same", ALL_DTYPES),
+    "atan2": (_float(np.arctan2), "float", F_ALL),
+    "hypot": (_float(np.hypot), "float", F_FLOATS),
+    "copysign": (_float(np.copysign), "float", F_ALL),
+    "xlogy": (_float(lambda x, y: np.where(np.isnan(y), np.nan, np.where(x == 0, 0.0, x * np.log(y)))),
+              "float", F_ALL),
+    "logaddexp": (_float(np.logaddexp), "float", F_FLOATS),
+    "eq": (_native(np.equal), "bool", ALL_DTYPES),
+    "ne": (_native(np.not_equal), "bool", ALL_DTYPES),
+    "lt": (_native(np.less), "bool", ALL_DTYPES),
+    "le": (_native(np.less_equal), "bool", ALL_DTYPES),
+    "gt": (_native(np.greater), "bool", ALL_DTYPES),
+    "ge": (_native(np.greater_equal), "bool", ALL_DTYPES),
+    "logical_and": (_native(np.logical_and), "bool", ALL_DTYPES),
+    "logical_or": (_native(np.logical_or), "bool", ALL_DTYPES),
+    "logical_xor": (_native(np.logical_xor), "bool", ALL_DTYPES),
+    "bitwise_and": (_native(np.bitwise_and), "same", ("bool",) + INT_DTYPES),
+    "bitwise_or": (_native(np.bitwise_or), "same", ("bool",) + INT_DTYPES),
+    "bitwise_xor": (_native(np.bitwise_xor), "same", ("bool",) + INT_DTYPES),
+    "bitwise_left_shift": (_native(lambda x, s: _shift(x, s, True)), "same", INT_DTYPES),
+    "bitwise_right_shift": (_native(lambda x, s: _shift(x, s, False)), "same", INT_DTYPES),
+    "where": (_native(lambda c, a, b: np.where(c, a, b)), "same", ("bool",)),
+    "clamp_min": (_native(lambda x, lo: np.maximum(x, lo)), "same", NUMERIC),
+    "clamp_max": (_native(lambda x, hi: np.minimum(x, hi)), "same", NUMERIC),
+    "_clamp": (_native(_clamp), "same", NUMERIC),
+    "lerp": (_float(lambda a, b, w: np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1.0 - w))),
+             "float", F_FLOATS),
+    "addcmul": (_int_or_float(lambda s, a, b, value=1: s + _scalar_as(value, s) * a * b,
+                              lambda s, a, b, value=1: s + value * (a * b)), "same", NUMERIC),
+    "addcdiv": (_opmath(lambda s, a, b, value=1: s + value * (a / b)), "float", F_FLOATS),
+}
+if _special is not None:
+    POINTWISE["erfinv"] = (_float(_special.erfinv), "float", F_ALL)
+
+
+def reference(name, arrays, dtype, scalars):
+    """NumPy's answer for pointwise operator `name` on `arrays` (operands of `dtype`), as a
+    NumpyRef of PyTorch's result dtype; None when the table does not speak for `dtype`."""
+    if name not in POINTWISE:
+        return None
+    fn, kind, dtypes = POINTWISE[name]
+    if dtype not in dtypes:
+        return None
+    if name == "_nan_to_num":
+        scalars = dict(scalars, dtype=dtype)
+    values = fn(*arrays, **scalars)
+    return NumpyRef(values, result_dtype(kind, dtype))
+
+
+POINTWISE["_nan_to_num"] = (_float(_nan_to_num), "same", F_FLOATS)
