@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from parity import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, NumpyRef
+from parity import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, NumpyRef, dtype_name
 
 try:
     from scipy import special as _special
@@ -305,3 +305,263 @@ def reference(name, arrays, dtype, scalars):
 
 
 POINTWISE["_nan_to_num"] = (_float(_nan_to_num), "same", F_FLOATS)
+
+
+# ---- reductions -------------------------------------------------------------------------------
+# tests/test_reductions.py calls each reduction as `fn(m, x, dim, keepdim)` with m the library
+# (pytorchlite or torch); `NUMPY_REDUCTIONS` is a third such library over `NpTensor`s.
+
+class CannotSay(Exception):
+    """The NumPy reference does not know PyTorch's answer here (an error PyTorch raises with
+    its own message): the case is left to the PyTorch run."""
+
+
+class NpTensor:
+    """Values (a NumPy array, float32 for bfloat16) plus the PyTorch dtype they stand for,
+    with the few view methods the reduction tests apply to either library's tensors."""
+
+    def __init__(self, values, dtype):
+        self.values, self.dtype = np.asarray(values), dtype_name(dtype)
+        self.shape = self.values.shape
+
+    def dim(self):
+        return self.values.ndim
+
+    def transpose(self, a, b):
+        return NpTensor(np.swapaxes(self.values, a, b), self.dtype)
+
+    def t(self):
+        return self.transpose(0, 1) if self.dim() == 2 else self
+
+    def __getitem__(self, index):
+        return NpTensor(self.values[index], self.dtype)
+
+    def expand(self, *shape):
+        return NpTensor(np.broadcast_to(self.values, shape), self.dtype)
+
+    def is_floating_point(self):
+        return self.dtype in FLOAT_DTYPES
+
+    def float(self):
+        return NpTensor(self.values.astype(np.float32), "float32")
+
+    def __getattr__(self, name):
+        # the reductions as methods: x.argmax(1) is NUMPY_REDUCTIONS.argmax(x, 1)
+        if name.startswith("_") or not hasattr(_NumpyReductions, name):
+            raise AttributeError(name)
+        fn = getattr(NUMPY_REDUCTIONS, name)
+        return lambda *args, **kwargs: fn(self, *args, **kwargs)
+
+
+def _axes(x, dim):
+    """PyTorch's dims as NumPy axes: None and () reduce every dim."""
+    if dim is None or dim == () or dim == []:
+        return tuple(range(x.dim()))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    nd = max(x.dim(), 1)
+    axes = []
+    for d in dims:
+        if not -nd <= d < nd:
+            raise CannotSay(f"dim {d} out of range")
+        axes.append(d % nd)
+    if len(set(axes)) != len(axes):
+        raise CannotSay("a dim repeated")
+    return tuple(a for a in axes if a < x.dim())
+
+
+def _keep(values, x, axes, keepdim):
+    values = np.asarray(values)
+    if keepdim:
+        shape = [1 if i in axes else n for i, n in enumerate(x.shape)]
+        values = values.reshape(shape)
+    return values
+
+
+def _no_empty_reduction(x, axes, name):
+    if any(x.shape[a] == 0 for a in axes) or (x.values.size == 0 and not axes):
+        raise CannotSay(f"{name} of an empty dim raises in PyTorch")
+
+
+def _float_result(x, dtype=None):
+    if dtype is not None:
+        return dtype_name(dtype)
+    return x.dtype if x.dtype in FLOAT_DTYPES else "float32"
+
+
+class _NumpyReductions:
+    """PyTorch's reductions, as tests/test_reductions.py calls them, computed with NumPy in
+    float64 (int64 for integer sums) and rounded once to PyTorch's result dtype."""
+
+    def _f64(self, x):
+        return x.values.astype(np.float64)
+
+    def sum(self, x, dim=None, keepdim=False, dtype=None, _nan=False):
+        axes = _axes(x, dim)
+        if dtype is not None:
+            out = dtype_name(dtype)
+        else:
+            out = x.dtype if x.dtype in FLOAT_DTYPES else "int64"
+        if out in FLOAT_DTYPES:
+            v = self._f64(x)
+            if _nan:
+                v = np.where(np.isnan(v), 0.0, v)
+            r = v.sum(axis=axes)
+        elif out == "bool":
+            r = x.values.astype(bool).any(axis=axes)
+        else:
+            r = x.values.astype(np.int64).sum(axis=axes).astype(out)
+        return NumpyRef(_keep(r, x, axes, keepdim), out)
+
+    def nansum(self, x, dim=None, keepdim=False, dtype=None):
+        return self.sum(x, dim, keepdim, dtype=dtype, _nan=True)
+
+    def mean(self, x, dim=None, keepdim=False, dtype=None, _nan=False):
+        out = dtype_name(dtype) if dtype is not None else x.dtype
+        if out not in FLOAT_DTYPES:
+            raise CannotSay("mean of an integer dtype raises in PyTorch")
+        axes = _axes(x, dim)
+        v = self._f64(x)
+        with np.errstate(all="ignore"):
+            if _nan:
+                n = (~np.isnan(v)).sum(axis=axes)
+                r = np.where(np.isnan(v), 0.0, v).sum(axis=axes) / n
+            else:       # (0 / 0 is nan, as PyTorch's mean of nothing)
+                r = v.sum(axis=axes) / int(np.prod([x.shape[a] for a in axes]))
+        return NumpyRef(_keep(r, x, axes, keepdim), out)
+
+    def nanmean(self, x, dim=None, keepdim=False, dtype=None):
+        if x.dtype not in FLOAT_DTYPES:
+            raise CannotSay("nanmean of an integer dtype raises in PyTorch, dtype= or not")
+        return self.mean(x, dim, keepdim, dtype=dtype, _nan=True)
+
+    def prod(self, x, dim=None, keepdim=False, dtype=None):
+        axes = _axes(x, dim)
+        out = dtype_name(dtype) if dtype is not None else (x.dtype if x.dtype in FLOAT_DTYPES else "int64")
+        if out in FLOAT_DTYPES:
+            r = self._f64(x).prod(axis=axes)
+        elif out == "bool":
+            r = x.values.astype(bool).all(axis=axes)
+        else:
+            r = x.values.astype(np.int64).prod(axis=axes).astype(out)
+        return NumpyRef(_keep(r, x, axes, keepdim), out)
+
+    def _extreme(self, x, dim, keepdim, fn, name):
+        axes = _axes(x, dim)
+        _no_empty_reduction(x, axes, name)
+        v = x.values
+        r = fn(v, axis=axes) if axes else v.copy()
+        return NumpyRef(_keep(r, x, axes, keepdim), x.dtype)
+
+    def amax(self, x, dim=(), keepdim=False):
+        return self._extreme(x, dim, keepdim, np.max, "amax")
+
+    def amin(self, x, dim=(), keepdim=False):
+        return self._extreme(x, dim, keepdim, np.min, "amin")
+
+    def _arg(self, x, dim, keepdim, fn, name):
+        if dim is None:
+            _no_empty_reduction(x, _axes(x, None), name)
+            r = np.asarray(fn(x.values.reshape(-1)))
+            if keepdim:
+                r = r.reshape([1] * x.dim())
+            return NumpyRef(r, "int64")
+        axes = _axes(x, dim)
+        _no_empty_reduction(x, axes, name)
+        if not axes:        # a 0-d tensor
+            return NumpyRef(np.zeros(x.shape, np.int64), "int64")
+        r = fn(x.values, axis=axes[0])
+        return NumpyRef(_keep(r, x, axes, keepdim), "int64")
+
+    def argmax(self, x, dim=None, keepdim=False):
+        if x.dtype == "bool":
+            raise CannotSay("PyTorch's argmax of bool")
+        return self._arg(x, dim, keepdim, np.argmax, "argmax")
+
+    def argmin(self, x, dim=None, keepdim=False):
+        if x.dtype == "bool":
+            raise CannotSay("PyTorch's argmin of bool")
+        return self._arg(x, dim, keepdim, np.argmin, "argmin")
+
+    def max(self, x, dim=None, keepdim=False):
+        if dim is None:
+            return self._extreme(x, None, False, np.max, "max")
+        return (self._extreme(x, dim, keepdim, np.max, "max"), self.argmax(x, dim, keepdim))
+
+    def min(self, x, dim=None, keepdim=False):
+        if dim is None:
+            return self._extreme(x, None, False, np.min, "min")
+        return (self._extreme(x, dim, keepdim, np.min, "min"), self.argmin(x, dim, keepdim))
+
+    def aminmax(self, x, *, dim=None, keepdim=False):
+        if x.dtype == "bool":
+            raise CannotSay("PyTorch's aminmax of bool")
+        if dim is None and keepdim:
+            raise CannotSay("aminmax(keepdim=True) without dim")
+        return (self._extreme(x, dim, keepdim, np.min, "aminmax"), self._extreme(x, dim, keepdim, np.max, "aminmax"))
+
+    def var(self, x, dim=None, *, correction=1, keepdim=False, _std=False):
+        if x.dtype not in FLOAT_DTYPES:
+            raise CannotSay("var of an integer dtype raises in PyTorch")
+        axes = _axes(x, dim)
+        v = self._f64(x)
+        n = int(np.prod([x.shape[a] for a in axes]))
+        with np.errstate(all="ignore"):
+            mean = v.sum(axis=axes, keepdims=True) / n
+            r = ((v - mean) ** 2).sum(axis=axes) / max(n - correction, 0)
+            r = np.sqrt(r) if _std else r
+        return NumpyRef(_keep(r, x, axes, keepdim), x.dtype)
+
+    def std(self, x, dim=None, *, correction=1, keepdim=False):
+        return self.var(x, dim, correction=correction, keepdim=keepdim, _std=True)
+
+    def var_mean(self, x, dim=None, *, correction=1, keepdim=False):
+        return (self.var(x, dim, correction=correction, keepdim=keepdim), self.mean(x, dim, keepdim))
+
+    def std_mean(self, x, dim=None, unbiased=True, keepdim=False):
+        return (self.std(x, dim, correction=int(unbiased), keepdim=keepdim), self.mean(x, dim, keepdim))
+
+    def all(self, x, dim=None, keepdim=False):
+        axes = () if dim == () else _axes(x, dim)      # (all and any read dim=() as no dim)
+        r = (x.values != 0).all(axis=axes)
+        return NumpyRef(_keep(r, x, axes, keepdim), "uint8" if x.dtype == "uint8" else "bool")
+
+    def any(self, x, dim=None, keepdim=False):
+        axes = () if dim == () else _axes(x, dim)
+        r = (x.values != 0).any(axis=axes)
+        return NumpyRef(_keep(r, x, axes, keepdim), "uint8" if x.dtype == "uint8" else "bool")
+
+    def count_nonzero(self, x, dim=None):
+        axes = _axes(x, dim)
+        return NumpyRef((x.values != 0).sum(axis=axes), "int64")
+
+    def logsumexp(self, x, dim, keepdim=False):
+        axes = _axes(x, dim)
+        v = self._f64(x) if x.dtype in FLOAT_DTYPES else x.values.astype(np.float32).astype(np.float64)
+        with np.errstate(all="ignore"):
+            if v.size == 0:
+                r = np.log(np.exp(v).sum(axis=axes))
+            else:
+                m = v.max(axis=axes, keepdims=True) if all(x.shape[a] for a in axes) else np.zeros(
+                    [1 if i in axes else n for i, n in enumerate(x.shape)])
+                m = np.where(np.isinf(m), 0.0, m)
+                r = np.log(np.exp(v - m).sum(axis=axes)) + np.squeeze(m, axis=axes)
+        return NumpyRef(_keep(r, x, axes, keepdim), _float_result(x))
+
+    def norm(self, x, p=2, dim=None, keepdim=False, dtype=None):
+        if x.dtype not in FLOAT_DTYPES:
+            raise CannotSay("norm of an integer dtype raises in PyTorch")
+        if p != 2:
+            raise CannotSay("only the 2-norm has a reference here")
+        widening = {"float16": ("float32", "float64"), "bfloat16": ("float32", "float64"), "float32": ("float64",)}
+        if dtype is not None and dtype_name(dtype) != x.dtype and dtype_name(dtype) not in widening.get(x.dtype, ()):
+            raise CannotSay("PyTorch's norm refuses a narrowing dtype=")
+        axes = _axes(x, dim)
+        v = self._f64(x)
+        with np.errstate(all="ignore"):
+            r = np.sqrt((v * v).sum(axis=axes))
+            big = np.abs(v).max(axis=axes, initial=0.0) if v.size else r
+            r = np.where(np.isinf(big), np.inf, r)      # (inf * inf overflows to inf anyway)
+        return NumpyRef(_keep(r, x, axes, keepdim), dtype_name(dtype) if dtype is not None else x.dtype)
+
+
+NUMPY_REDUCTIONS = _NumpyReductions()

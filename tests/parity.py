@@ -78,13 +78,14 @@ needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed
 
 def _bfloat16_round(values):
     """float32 values rounded to the nearest bfloat16 (ties to even), nan and inf kept."""
-    f = np.ascontiguousarray(values, dtype=np.float32)
+    shape = np.shape(values)
+    f = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
     bits = f.view(np.uint32).astype(np.uint64)
     rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
     out = rounded.view(np.float32).copy()
     nan = np.isnan(f)
     out[nan] = f[nan]
-    return out.reshape(f.shape)
+    return out.reshape(shape)
 
 
 class NumpyRef:
@@ -101,6 +102,9 @@ class NumpyRef:
             else:
                 values = values.astype(dtype)
         self.values, self.dtype, self.shape = values, dtype, values.shape
+
+    def item(self):
+        return self.values.item()
 
     def __repr__(self):
         return f"NumpyRef({self.values!r}, {self.dtype})"
