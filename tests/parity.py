@@ -64,8 +64,17 @@ class MissingTorch:
     def __bool__(self):
         return False
 
-    def __repr__(self):
-        return f"<{self._path}: PyTorch is not installed>"
+    def _skip(self, *args, **kwargs):
+        pytest.skip(f"{self._path} is PyTorch's, and PyTorch is not installed")
+
+    __hash__ = object.__hash__
+
+
+# using a placeholder's value in any way (repr(torch.float32), torch.pi * 2, iterating) skips too
+for _name in ("repr", "str", "format", "iter", "len", "getitem", "contains", "eq", "ne", "lt", "le", "gt", "ge",
+              "int", "float", "index", "neg", "add", "radd", "sub", "rsub", "mul", "rmul", "truediv",
+              "rtruediv", "matmul", "rmatmul", "pow", "enter"):
+    setattr(MissingTorch, f"__{_name}__", MissingTorch._skip)
 
 
 def torch_or_missing():

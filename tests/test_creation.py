@@ -13,7 +13,9 @@ import pytest
 
 import pytorchlite as ptl
 
-torch = pytest.importorskip("torch")
+from parity import torch_or_missing  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
 
 pytestmark = pytest.mark.filterwarnings("ignore:Creating a tensor from a list of numpy")
 

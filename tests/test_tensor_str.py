@@ -11,7 +11,9 @@ import pathlib
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+from parity import torch_or_missing  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
 
 from pytorchlite import _tensor_str  # noqa: E402
 from pytorchlite._tensor_str import format_tensor, get_printoptions, set_printoptions  # noqa: E402

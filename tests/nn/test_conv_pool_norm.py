@@ -11,7 +11,9 @@ import pytorchlite as P
 import pytorchlite.nn as nn
 import pytorchlite.nn.functional as F
 
-torch = pytest.importorskip("torch")
+from parity import torch_or_missing  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
 TF = torch.nn.functional
 # torch warns that it pads a copy of the input for padding='same' with an even kernel
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same'")
