@@ -564,4 +564,45 @@ class _NumpyReductions:
         return NumpyRef(_keep(r, x, axes, keepdim), dtype_name(dtype) if dtype is not None else x.dtype)
 
 
+    # ---- sorting (tests/test_sort.py), stable: PyTorch's order of ties with stable=True ----
+
+    def sort(self, x, dim=-1, descending=False, stable=False):
+        idx = _stable_argsort(x.values, dim, descending)
+        vals = np.take_along_axis(x.values, idx, axis=dim) if x.dim() else x.values.copy()
+        return SortResult(NumpyRef(vals, x.dtype), NumpyRef(idx, "int64"))
+
+    def argsort(self, x, dim=-1, descending=False, stable=False):
+        return self.sort(x, dim, descending).indices
+
+    def topk(self, x, k, dim=-1, largest=True, sorted=True):
+        r = self.sort(x, dim, descending=largest)
+        if not x.dim():
+            return r
+        take = [slice(None)] * x.dim()
+        take[dim] = slice(0, k)
+        return SortResult(NumpyRef(r.values.values[tuple(take)], x.dtype),
+                          NumpyRef(r.indices.values[tuple(take)], "int64"))
+
+
+class SortResult(tuple):
+    """(values, indices), as PyTorch's return types."""
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    values = property(lambda self: self[0])
+    indices = property(lambda self: self[1])
+
+
+def _stable_argsort(v, dim, descending):
+    """PyTorch's stable sort order: NaN above +inf, -0.0 equal to 0.0, ties in index order
+    (descending too: the ranks are negated, not the order reversed)."""
+    if v.ndim == 0:
+        return np.zeros((), np.int64)
+    # dense ranks: np.unique puts every NaN, as one value, last, and -0.0 with 0.0
+    _, inverse = np.unique(v, return_inverse=True)
+    rank = inverse.reshape(v.shape).astype(np.int64)
+    return np.argsort(-rank if descending else rank, axis=dim, kind="stable").astype(np.int64)
+
+
 NUMPY_REDUCTIONS = _NumpyReductions()
