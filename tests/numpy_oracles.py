@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from parity import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, NumpyRef, dtype_name
+from parity import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, CannotSay, NumpyRef, dtype_name
 
 try:
     from scipy import special as _special
@@ -310,10 +310,6 @@ POINTWISE["_nan_to_num"] = (_float(_nan_to_num), "same", F_FLOATS)
 # ---- reductions -------------------------------------------------------------------------------
 # tests/test_reductions.py calls each reduction as `fn(m, x, dim, keepdim)` with m the library
 # (pytorchlite or torch); `NUMPY_REDUCTIONS` is a third such library over `NpTensor`s.
-
-class CannotSay(Exception):
-    """The NumPy reference does not know PyTorch's answer here (an error PyTorch raises with
-    its own message): the case is left to the PyTorch run."""
 
 
 class NpTensor:
@@ -606,3 +602,155 @@ def _stable_argsort(v, dim, descending):
 
 
 NUMPY_REDUCTIONS = _NumpyReductions()
+
+
+# ---- movement (tests/test_movement.py): name of the torch function -> NumPy reference -------
+# Each takes NumPy arrays where PyTorch takes tensors; the result keeps the data's dtype.
+# Where PyTorch raises (bad dims, indices out of range or negative, non-int64 indices) or
+# promotes mixed dtypes, the reference says CannotSay and the PyTorch run checks it.
+
+def _index(i):
+    i = np.asarray(i)
+    if i.dtype != np.int64 or (i < 0).any():
+        raise CannotSay("PyTorch's own index rules")
+    return i
+
+
+def _axis(x, dim):
+    nd = max(np.ndim(x), 1)
+    if not -nd <= dim < nd:
+        raise CannotSay("dim out of range")
+    return dim % nd
+
+
+def _one_dtype(arrays):
+    if len({a.dtype for a in arrays}) != 1:
+        raise CannotSay("mixed dtypes promote as PyTorch does")
+    return arrays
+
+
+def _cat(arrays, dim=0):
+    arrays = _one_dtype(list(arrays))
+    if any(a.ndim == 0 for a in arrays) or any(a.shape == (0,) for a in arrays):
+        raise CannotSay("0-d pieces raise, 1-d empty pieces are skipped (PyTorch's legacy rule)")
+    return np.concatenate(arrays, axis=_axis(arrays[0], dim))
+
+
+def _stack(arrays, dim=0):
+    arrays = _one_dtype(list(arrays))
+    nd = arrays[0].ndim + 1
+    if not -nd <= dim < nd:
+        raise CannotSay("dim out of range")
+    return np.stack(arrays, axis=dim % nd)
+
+
+def _gather(x, dim, index):
+    index = _index(index)
+    if x.ndim == 0:
+        if index.ndim != 0 or index != 0:
+            raise CannotSay("0-d gather")
+        return x.copy()
+    if index.ndim != x.ndim:
+        raise CannotSay("index rank differs")
+    dim = _axis(x, dim)
+    if any(index.shape[d] > x.shape[d] for d in range(x.ndim) if d != dim):
+        raise CannotSay("index larger than the input")
+    sub = x[tuple(slice(0, index.shape[d]) if d != dim else slice(None) for d in range(x.ndim))]
+    return np.take_along_axis(sub, index, axis=dim)
+
+
+def _take(x, index):
+    index = np.asarray(index)
+    if index.dtype != np.int64:
+        raise CannotSay("PyTorch's own index rules")
+    return np.take(x.reshape(-1), index)      # (negative indices count from the end, as in torch.take)
+
+
+def _take_along_dim(x, index, dim=None):
+    index = _index(index)
+    if dim is None:
+        return np.take_along_axis(x.reshape(-1), index.reshape(-1), axis=0)
+    if index.ndim != x.ndim:
+        raise CannotSay("index rank differs")
+    dim = _axis(x, dim)
+    shape = [max(a, b) if d != dim else index.shape[d] for d, (a, b) in enumerate(zip(x.shape, index.shape))]
+    xs = list(shape)
+    xs[dim] = x.shape[dim]
+    return np.take_along_axis(np.broadcast_to(x, xs), np.broadcast_to(index, shape), axis=dim)
+
+
+def _flip(x, dims):
+    dims = [_axis(x, d) for d in dims]
+    if len(set(dims)) != len(dims):
+        raise CannotSay("a dim repeated")
+    return np.flip(x, axis=tuple(dims)) if x.ndim else x.copy()
+
+
+def _need_2d(fn):
+    def ref(x, *args):
+        if x.ndim < 2:
+            raise CannotSay("needs 2 dims")
+        return fn(x, *args)
+    return ref
+
+
+def _roll(x, shifts, dims=None):
+    if dims is None or dims == ():
+        if dims == () and shifts == ():
+            raise CannotSay("PyTorch's message for empty shifts")
+        return np.roll(x.reshape(-1), shifts).reshape(x.shape)
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise CannotSay("shifts and dims differ in length")
+    return np.roll(x, shifts, axis=tuple(_axis(x, d) for d in dims))
+
+
+def _rot90(x, k=1, dims=(0, 1)):
+    if x.ndim < 2 or len(dims) != 2:
+        raise CannotSay("rot90 needs 2 dims")
+    a, b = _axis(x, dims[0]), _axis(x, dims[1])
+    if a == b:
+        raise CannotSay("the same dim twice")
+    return np.rot90(x, k, axes=(a, b))
+
+
+def _tri(fn):
+    def ref(x, diagonal=0):
+        if x.ndim < 2:
+            raise CannotSay("needs 2 dims")
+        return fn(x, diagonal)
+    return ref
+
+
+def _tile(x, reps):
+    return np.tile(x, reps)
+
+
+MOVEMENT = {
+    "torch.cat": _cat, "torch.concat": _cat, "torch.concatenate": _cat, "torch.stack": _stack,
+    "torch.gather": _gather, "torch.take": _take, "torch.take_along_dim": _take_along_dim,
+    "torch.flip": _flip, "torch.fliplr": _need_2d(np.fliplr), "torch.flipud": lambda x: (
+        np.flipud(x) if x.ndim >= 1 else _need_2d(None)(x)),
+    "torch.roll": _roll, "torch.rot90": _rot90, "torch.tril": _tri(np.tril), "torch.triu": _tri(np.triu),
+    "torch.tile": _tile,
+}
+
+
+def movement_reference(name, data_dtype):
+    """The NumPy reference of torch function `name` as a NumPy oracle for check_parity (the
+    result rounded to `data_dtype`, PyTorch's), or None where there is none."""
+    fn = MOVEMENT.get(name)
+    if fn is None:
+        return None
+
+    def oracle(*args, **kwargs):
+        with np.errstate(all="ignore"):
+            try:
+                values = fn(*args, **kwargs)
+            except CannotSay:
+                raise
+            except (ValueError, IndexError, TypeError, np.exceptions.AxisError) as e:
+                raise CannotSay(f"NumPy refused: {e}") from e
+        return NumpyRef(values, data_dtype)
+    return oracle
