@@ -754,3 +754,26 @@ def movement_reference(name, data_dtype):
                 raise CannotSay(f"NumPy refused: {e}") from e
         return NumpyRef(values, data_dtype)
     return oracle
+
+
+# ---- dtype conversion (tests/test_tensor.py) ---------------------------------------------------
+
+def cast(values, src, dst):
+    """PyTorch's conversion of `values` (a NumPy array holding a `src` tensor's values,
+    float32 for bfloat16) to `dst`, as a NumpyRef: float to integer truncates toward zero
+    (callers keep to values that fit), to bool is `!= 0` (NaN is True), and conversions to
+    the 16-bit floats go through float32, as c10's Half and BFloat16 constructors do."""
+    v = np.asarray(values)
+    src, dst = dtype_name(src), dtype_name(dst)
+    with np.errstate(all="ignore"):
+        if dst == "bool":
+            out = v != 0
+        elif dst in INT_DTYPES:
+            out = (np.trunc(v) if src in FLOAT_DTYPES else v).astype(np.int64 if src in FLOAT_DTYPES else v.dtype)
+            out = out.astype(dst)
+        elif dst in ("float16", "bfloat16"):
+            out = v.astype(np.float32)       # NumpyRef rounds float32 to bfloat16
+            out = out.astype(np.float16) if dst == "float16" else out
+        else:
+            out = v.astype(dst)
+    return NumpyRef(out, dst)
