@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pytest
 
-from parity import torch_or_missing, needs_torch  # noqa: E402
+from parity import HAVE_TORCH, torch_or_missing, needs_torch  # noqa: E402
 
 torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
 TF = torch.nn.functional
@@ -28,8 +28,8 @@ import pytorchlite  # noqa: E402
 import pytorchlite.nn.functional as F  # noqa: E402
 from pytorchlite.generated import functions as G  # noqa: E402
 from codegen.model import load_ops  # noqa: E402
-from parity import (ALL_DTYPES, INT_DTYPES, TOLERANCES, ParityError, check_parity,  # noqa: E402
-                    edge_cases, from_values, random_values, to_numpy)
+from parity import (ALL_DTYPES, INT_DTYPES, TOLERANCES, CannotSay, NumpyRef, ParityError,  # noqa: E402
+                    check_parity, edge_cases, from_values, random_values, to_numpy)
 from parity import to_oracle as to_oracle_value  # noqa: E402
 from pointwise_cases import call, edge_options, scalar_kwargs  # noqa: E402
 import numpy_oracles  # noqa: E402
@@ -572,9 +572,33 @@ def _pair(values, dtype):
 def test_python_operators(expr, dtype):
     xs = [1, 2, 3, 4] if dtype != "bool" else [True, False, True, True]
     ys = [2, 1, 3, 1] if dtype != "bool" else [True, True, False, True]
-    x, tx = _pair(xs, dtype)
-    y, ty = _pair(ys, dtype)
-    check_parity(lambda x, y: eval(expr), lambda x, y: eval(expr), x, y, label=f"{expr} {dtype}")
+    if not HAVE_TORCH and dtype == "bool" and _bool_rules_of_torch(expr):
+        pytest.skip("PyTorch's own bool rules: NumPy cannot say")
+    x, y = _pl(xs, dtype), _pl(ys, dtype)
+    check_parity(lambda x, y: eval(expr), lambda x, y: eval(expr), x, y, label=f"{expr} {dtype}",
+                 numpy_oracle=lambda x, y: _numpy_operator(expr, x, y))
+
+
+def _bool_rules_of_torch(expr):
+    # PyTorch refuses these on bool tensors (or widens bool ** int to int64); NumPy computes
+    return any(op in expr for op in ("-", "//", "%", "**", "abs"))
+
+
+def _numpy_operator(expr, x, y):
+    """NumPy's answer for a Python operator expression on same-dtype arrays: NumPy 2 treats
+    Python numbers as weak, as PyTorch does, and a float64 result of non-float64 operands
+    is PyTorch's default float32 (int / int, 2.5 ** int). Where NumPy raises, or refuses a
+    bool operation PyTorch defines differently, it cannot say."""
+    if x.dtype == bool and _bool_rules_of_torch(expr):
+        raise CannotSay("PyTorch's own bool rules")
+    try:
+        with np.errstate(all="ignore"):
+            r = np.asarray(eval(expr))
+    except Exception as e:
+        raise CannotSay(f"NumPy raised {type(e).__name__}") from e
+    if r.dtype == np.float64 and x.dtype != np.float64:
+        return NumpyRef(r, "float32")
+    return r
 
 
 @pytest.mark.parametrize("stmt", ["x += 2", "x -= 1", "x *= 3", "x /= 2", "x //= 2", "x %= 3", "x **= 2",
