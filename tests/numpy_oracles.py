@@ -777,3 +777,81 @@ def cast(values, src, dst):
         else:
             out = v.astype(dst)
     return NumpyRef(out, dst)
+
+
+# ---- nn functional forms in float64 (tests/nn/), with gradients by central differences ----------
+
+def numeric_grad(fn, arrays, k, upstream, eps=1e-6):
+    """d/d arrays[k] of sum(fn(*arrays) * upstream), by central differences in float64."""
+    a = np.array(arrays[k], dtype=np.float64)
+    grad = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        vals = []
+        for step in (eps, -eps):
+            moved = a.copy()
+            moved[i] += step
+            args = list(arrays)
+            args[k] = moved
+            vals.append(float((np.asarray(fn(*args)) * upstream).sum()))
+        grad[i] = (vals[0] - vals[1]) / (2 * eps)
+    return grad
+
+
+def softmax(x, dim, log=False):
+    if x.ndim == 0:
+        return np.zeros_like(x) if log else np.ones_like(x)
+    z = x - x.max(axis=dim, keepdims=True)
+    lse = np.log(np.exp(z).sum(axis=dim, keepdims=True))
+    return z - lse if log else np.exp(z - lse)
+
+
+def _pair2(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def conv2d(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    """PyTorch's conv2d (cross-correlation), directly from its definition."""
+    unbatched = x.ndim == 3
+    if unbatched:
+        x = x[None]
+    sh, sw = _pair2(stride)
+    dh, dw = _pair2(dilation)
+    kh, kw = w.shape[2:]
+    if padding == "valid":
+        padding = 0
+    if padding == "same":
+        # the total padding dilation * (k - 1) goes left first (floor), the rest right
+        th, tw = dh * (kh - 1), dw * (kw - 1)
+        pads = ((th // 2, th - th // 2), (tw // 2, tw - tw // 2))
+    else:
+        ph, pw = _pair2(padding)
+        pads = ((ph, ph), (pw, pw))
+    x = np.pad(x, ((0, 0), (0, 0)) + pads)
+    n, cin, hgt, wid = x.shape
+    cout = w.shape[0]
+    oh = (hgt - dh * (kh - 1) - 1) // sh + 1
+    ow = (wid - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, cout, oh, ow))
+    cin_g, cout_g = cin // groups, cout // groups
+    for g in range(groups):
+        xs = x[:, g * cin_g:(g + 1) * cin_g]
+        ws = w[g * cout_g:(g + 1) * cout_g]
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh, j * dw:j * dw + sw * (ow - 1) + 1:sw]
+                out[:, g * cout_g:(g + 1) * cout_g] += np.einsum("nchw,oc->nohw", patch, ws[:, :, i, j])
+    if b is not None:
+        out += b[None, :, None, None]
+    return out[0] if unbatched else out
+
+
+def layer_norm(x, normalized_shape, w=None, b=None, eps=1e-5):
+    axes = tuple(range(x.ndim - len(normalized_shape), x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+    y = (x - mean) / np.sqrt(var + eps)
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return y

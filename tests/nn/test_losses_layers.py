@@ -16,6 +16,7 @@ import pytorchlite as P
 import pytorchlite.nn as nn
 import pytorchlite.nn.functional as F
 
+from numpy_oracles import numeric_grad  # noqa: E402
 from parity import HAVE_TORCH, torch_or_missing  # noqa: E402
 
 torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
@@ -44,22 +45,6 @@ def _close(ours, theirs, tol, what):
     np.testing.assert_allclose(o, t, rtol=tol * 10, atol=tol * 10, err_msg=what)
 
 
-def _numeric_grad(fn, arrays, k, upstream, eps=1e-6):
-    """d/d arrays[k] of sum(fn(*arrays) * upstream), by central differences in float64."""
-    a = np.array(arrays[k], dtype=np.float64)
-    grad = np.zeros_like(a)
-    for i in np.ndindex(a.shape):
-        vals = []
-        for step in (eps, -eps):
-            moved = a.copy()
-            moved[i] += step
-            args = list(arrays)
-            args[k] = moved
-            vals.append(float((np.asarray(fn(*args)) * upstream).sum()))
-        grad[i] = (vals[0] - vals[1]) / (2 * eps)
-    return grad
-
-
 def _numpy_parity(fn_p, fn_np, arrays, dtype, tol, grads, upstream):
     """_parity without PyTorch: the output against a float64 NumPy form of the loss, the
     gradients against its central differences (at least 1e-6 apart: the differences' own error)."""
@@ -76,7 +61,7 @@ def _numpy_parity(fn_p, fn_np, arrays, dtype, tol, grads, upstream):
         out_p.backward(P.tensor(g, dtype=dtype))
         for k in grads:
             assert ps[k].grad is not None, f"no gradient for argument {k}"
-            _close(ps[k].grad, _numeric_grad(fn_np, arrays, k, g), max(tol, 1e-7),
+            _close(ps[k].grad, numeric_grad(fn_np, arrays, k, g), max(tol, 1e-7),
                    f"gradient of argument {k} (central differences)")
     return ps
 
