@@ -9,7 +9,9 @@
 (every pytorchlite Tensor among the arguments is handed to the oracle with equal values
 and dtype) and compares value, shape and dtype, or, when the oracle raises, that
 pytorchlite raises an exception of the same type. The oracle is PyTorch when it is
-installed, else a NumPy function where one is given (the test is skipped otherwise).
+installed, else a NumPy function where one is given (the test is skipped otherwise); a
+NumPy function returns an ndarray, or a `NumpyRef` (values plus PyTorch's result dtype,
+bfloat16 included) when NumPy's own dtype rules differ from PyTorch's.
 A failure says which of value / shape / dtype / exception differed, and on what input.
 
 `edge_cases(n, dtype)` yields labelled tuples of n pytorchlite tensors of one dtype:
@@ -32,6 +34,90 @@ try:
 except ImportError:   # NumPy is the oracle then
     torch = None
 
+HAVE_TORCH = torch is not None
+
+
+class MissingTorch:
+    """Stands in for the `torch` module when PyTorch is not installed, so that a test module
+    that also has NumPy-checked tests need not skip as a whole: attribute chains
+    (`torch.nn.functional.gelu`, `torch.float32`) resolve to placeholders, and *calling* one
+    skips the test that called it. `isinstance(x, torch.Tensor)` is False; the module is falsy.
+
+        from parity import torch_or_missing
+        torch = torch_or_missing()
+    """
+
+    def __init__(self, path="torch"):
+        self._path = path
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return MissingTorch(f"{self._path}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        pytest.skip(f"{self._path} is PyTorch's, and PyTorch is not installed")
+
+    def __instancecheck__(self, obj):
+        return False
+
+    def __bool__(self):
+        return False
+
+    def _skip(self, *args, **kwargs):
+        pytest.skip(f"{self._path} is PyTorch's, and PyTorch is not installed")
+
+    __hash__ = object.__hash__
+
+
+# using a placeholder's value in any way (repr(torch.float32), torch.pi * 2, iterating) skips too
+for _name in ("repr", "str", "format", "iter", "len", "getitem", "contains", "eq", "ne", "lt", "le", "gt", "ge",
+              "int", "float", "index", "neg", "add", "radd", "sub", "rsub", "mul", "rmul", "truediv",
+              "rtruediv", "matmul", "rmatmul", "pow", "enter"):
+    setattr(MissingTorch, f"__{_name}__", MissingTorch._skip)
+
+
+def torch_or_missing():
+    """The torch module, or a MissingTorch placeholder without PyTorch."""
+    return torch if torch is not None else MissingTorch()
+
+
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch is not installed (the oracle of this test)")
+
+
+def _bfloat16_round(values):
+    """float32 values rounded to the nearest bfloat16 (ties to even), nan and inf kept."""
+    shape = np.shape(values)
+    f = np.ascontiguousarray(values, dtype=np.float32).reshape(-1)
+    bits = f.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
+    out = rounded.view(np.float32).copy()
+    nan = np.isnan(f)
+    out[nan] = f[nan]
+    return out.reshape(shape)
+
+
+class NumpyRef:
+    """A NumPy oracle's answer with PyTorch's result dtype (which NumPy may not have, as
+    bfloat16, or may choose differently, as float64 for `sin` of an int32 array): `values`
+    are rounded to `dtype` once, here."""
+
+    def __init__(self, values, dtype):
+        dtype = dtype_name(dtype)
+        values = np.asarray(values)
+        with np.errstate(all="ignore"):
+            if dtype == "bfloat16":
+                values = _bfloat16_round(values.astype(np.float32))
+            else:
+                values = values.astype(dtype)
+        self.values, self.dtype, self.shape = values, dtype, values.shape
+
+    def item(self):
+        return self.values.item()
+
+    def __repr__(self):
+        return f"NumpyRef({self.values!r}, {self.dtype})"
+
 ALL_DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64",
               "float16", "bfloat16", "float32", "float64")
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -44,6 +130,11 @@ TOLERANCES = {"float16": (2e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5),
 
 class ParityError(AssertionError):
     pass
+
+
+class CannotSay(Exception):
+    """Raised by a NumPy oracle that does not know PyTorch's answer (an error PyTorch raises
+    with its own type and message): check_parity then compares nothing and returns None."""
 
 
 # ---- moving data between the frameworks -----------------------------------------------
@@ -62,11 +153,13 @@ def to_numpy(t):
     return np.array(t.numpy(), copy=True)
 
 
-def to_oracle(v):
-    """The oracle's twin of a pytorchlite argument (tensors recursively, the rest as is)."""
+def to_oracle(v, numpy=False):
+    """The oracle's twin of a pytorchlite argument (tensors recursively, the rest as is):
+    a torch tensor, or a NumPy array without PyTorch or when `numpy` is true."""
+    numpy = numpy or torch is None
     if isinstance(v, pytorchlite.Tensor):
         arr = to_numpy(v)
-        if torch is None:
+        if numpy:
             return arr
         out = torch.from_numpy(np.ascontiguousarray(arr)).to(getattr(torch, dtype_name(v.dtype)))
         if not arr.size:    # (from_numpy gives an empty array strides 0; PyTorch's own are contiguous)
@@ -81,9 +174,9 @@ def to_oracle(v):
             bits[nan & ~neg] = 0x7fc0
         return out
     if isinstance(v, (list, tuple)):
-        return type(v)(to_oracle(x) for x in v)
+        return type(v)(to_oracle(x, numpy) for x in v)
     if isinstance(v, pytorchlite.dtype):
-        return getattr(torch, dtype_name(v)) if torch is not None else np.dtype(dtype_name(v))
+        return np.dtype(dtype_name(v)) if numpy else getattr(torch, dtype_name(v))
     return v
 
 
@@ -114,6 +207,15 @@ def _describe(args, kwargs):
 
 
 def _compare(got, want, where, rtol=None, atol=None, equal_nan=True):
+    if isinstance(want, NumpyRef):
+        if not isinstance(got, pytorchlite.Tensor):
+            raise ParityError(f"{where}: type: expected a Tensor, got {type(got).__name__}")
+        if tuple(got.shape) != want.shape:
+            raise ParityError(f"{where}: shape: expected {list(want.shape)}, got {list(got.shape)}")
+        if dtype_name(got.dtype) != want.dtype:
+            raise ParityError(f"{where}: dtype: expected {want.dtype}, got {dtype_name(got.dtype)}")
+        _compare_values(to_numpy(got), want.values, want.dtype, where, rtol, atol, equal_nan)
+        return
     if torch is not None and isinstance(want, torch.Tensor) or isinstance(want, np.ndarray):
         if not isinstance(got, pytorchlite.Tensor):
             raise ParityError(f"{where}: type: expected a Tensor, got {type(got).__name__}")
@@ -169,18 +271,24 @@ def check_parity(ours, oracle, *args, label="", rtol=None, atol=None, equal_nan=
     shape and dtype, or that both raise the same type of exception.
 
     `oracle` is a torch callable (ignored without torch); `numpy_oracle`, a NumPy callable
-    taking NumPy arrays, is used when torch is not installed. Returns pytorchlite's result
-    (or None when both raised)."""
-    if torch is None:
+    taking NumPy arrays (and returning an ndarray or a NumpyRef), is used when torch is not
+    installed, or always when `oracle` is None. Returns pytorchlite's result (or None when
+    both raised)."""
+    use_numpy = torch is None or oracle is None
+    if use_numpy:
         if numpy_oracle is None:
             pytest.skip("no oracle: torch is not installed and no NumPy equivalent was given")
         oracle = numpy_oracle
     name = getattr(ours, "__name__", repr(ours))
     where = f"{name}{_describe(args, kwargs)}" + (f" [{label}]" if label else "")
-    o_args, o_kwargs = to_oracle(args), {k: to_oracle(v) for k, v in kwargs.items()}
+    where += " (NumPy oracle)" if use_numpy and torch is not None else ""
+    o_args = to_oracle(args, use_numpy)
+    o_kwargs = {k: to_oracle(v, use_numpy) for k, v in kwargs.items()}
     try:
         want = oracle(*o_args, **o_kwargs)
         want_exc = None
+    except CannotSay:
+        return None
     except Exception as e:   # the oracle's verdict; pytorchlite must agree
         want, want_exc = None, e
     try:

@@ -13,7 +13,9 @@ import pytest
 
 import pytorchlite as ptl
 
-torch = pytest.importorskip("torch")
+from parity import HAVE_TORCH, torch_or_missing  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
 
 pytestmark = pytest.mark.filterwarnings("ignore:Creating a tensor from a list of numpy")
 
@@ -22,7 +24,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:Creating a tensor from a list of
 def _default_dtype_restored():
     yield
     ptl.set_default_dtype(ptl.float32)
-    torch.set_default_dtype(torch.float32)
+    if HAVE_TORCH:
+        torch.set_default_dtype(torch.float32)
 
 
 def name(dt):

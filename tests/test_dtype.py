@@ -13,7 +13,9 @@ import pytorchlite as ptl
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
-torch = pytest.importorskip("torch")
+from parity import torch_or_missing  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
 
 NAMES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 PAIRS = list(itertools.product(NAMES, NAMES))

@@ -12,7 +12,10 @@ import pytest
 import pytorchlite as P
 from parity import check_parity, from_values, to_oracle
 
-torch = pytest.importorskip("torch")
+from numpy_oracles import movement_reference  # noqa: E402
+from parity import HAVE_TORCH, MissingTorch, torch_or_missing  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 _rng = np.random.default_rng(7)
@@ -51,11 +54,20 @@ def _oracle_arg(v):
     return v
 
 
+def _data_dtype(args):
+    first = args[0][0] if isinstance(args[0], (list, tuple)) else args[0]
+    return first.dtype if isinstance(first, P.Tensor) else None
+
+
 def same(ours, oracle, *args, **kw):
-    """check_parity, with the oracle's arguments converted here (0-d stays 0-d)."""
+    """check_parity, with the oracle's arguments converted here (0-d stays 0-d). Without
+    PyTorch, the NumPy reference of tests/numpy_oracles.py stands in where there is one."""
     def run_oracle(*_a, **_k):
         return oracle(*[_oracle_arg(a) for a in args], **{k: _oracle_arg(v) for k, v in kw.items()})
-    return check_parity(ours, run_oracle, *args, **kw)
+    numpy_oracle = None
+    if not HAVE_TORCH and isinstance(oracle, MissingTorch):
+        numpy_oracle = movement_reference(oracle._path, _data_dtype(args))
+    return check_parity(ours, run_oracle, *args, numpy_oracle=numpy_oracle, **kw)
 
 
 # --- cat / stack ---------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Pointwise operators against PyTorch.
+"""Pointwise operators against PyTorch, and against NumPy (tests/numpy_oracles.py), which
+still checks the kernels where PyTorch is not installed.
 
 The operators under test come from ops.yaml (STYLE rule 18): every `pointwise:` entry
 runs over every dtype, on the standard edge inputs of tests/parity.py, through its
@@ -15,8 +16,10 @@ import warnings
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
-import torch.nn.functional as TF  # noqa: E402
+from parity import HAVE_TORCH, torch_or_missing, needs_torch  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
+TF = torch.nn.functional
 
 # torch.where warns about uint8 conditions, and so does pytorchlite (on purpose)
 pytestmark = pytest.mark.filterwarnings("ignore:where received a uint8 condition tensor")
@@ -25,10 +28,11 @@ import pytorchlite  # noqa: E402
 import pytorchlite.nn.functional as F  # noqa: E402
 from pytorchlite.generated import functions as G  # noqa: E402
 from codegen.model import load_ops  # noqa: E402
-from parity import (ALL_DTYPES, INT_DTYPES, TOLERANCES, ParityError, check_parity,  # noqa: E402
-                    edge_cases, from_values, random_values, to_numpy)
+from parity import (ALL_DTYPES, INT_DTYPES, TOLERANCES, CannotSay, NumpyRef, ParityError,  # noqa: E402
+                    check_parity, edge_cases, from_values, random_values, to_numpy)
 from parity import to_oracle as to_oracle_value  # noqa: E402
 from pointwise_cases import call, edge_options, scalar_kwargs  # noqa: E402
+import numpy_oracles  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPS = load_ops(os.path.join(ROOT, "ops.yaml"))
@@ -101,11 +105,47 @@ def ours_for(op):
 
 # ---- every pointwise operator, every dtype, every edge input ------------------------------
 
+@needs_torch
 def test_every_pointwise_op_has_an_oracle():
     missing = [op.name for op in POINTWISE if oracle_for(op.name) is None]
     assert not missing, f"no PyTorch oracle for {missing}: add them to ORACLES"
 
 
+def test_every_pointwise_op_has_a_numpy_oracle():
+    # (erfinv's comes from scipy.special, an optional dependency)
+    missing = [op.name for op in POINTWISE if op.name not in numpy_oracles.POINTWISE and op.name != "erfinv"]
+    assert not missing, f"no NumPy reference for {missing}: add them to tests/numpy_oracles.py"
+
+
+@pytest.mark.parametrize("op", POINTWISE, ids=[op.name for op in POINTWISE])
+def test_pointwise_op_matches_numpy(op):
+    """The same cases as test_pointwise_op_matches_torch, for the dtypes NumPy's reference
+    speaks for (run with PyTorch too, which keeps the references honest)."""
+    if op.name not in numpy_oracles.POINTWISE:
+        pytest.skip(f"no NumPy reference for {op.name} here (erfinv's needs scipy)")
+    ours = ours_for(op)
+    n = len(op.tensor_args)
+    checked = 0
+    for scalars in scalar_kwargs(op):
+        for dtype in ALL_DTYPES:
+            if dtype not in numpy_oracles.POINTWISE[op.name][2]:
+                continue
+            for label, tensors in edge_cases(n, dtype, **edge_options(op, dtype)):
+                def reference(*arrays, dtype=dtype):
+                    return call(lambda *a, **k: numpy_oracles.reference(op.name, a[:n], dtype,
+                                                                        dict(zip(_scalar_names(op), a[n:]), **k)),
+                                op, arrays, scalars)
+                check_parity(lambda *t: call(ours, op, t, scalars), None, *tensors, numpy_oracle=reference,
+                             label=f"{op.name} {dtype} {label} {scalars} (NumPy)")
+                checked += 1
+    assert checked, f"{op.name}: no dtype checked against NumPy"
+
+
+def _scalar_names(op):
+    return [a.name for a in op.schema.arguments if a.type.base == "Scalar" and a not in op.schema.kwonly]
+
+
+@needs_torch
 @pytest.mark.parametrize("op", POINTWISE, ids=[op.name for op in POINTWISE])
 def test_pointwise_op_matches_torch(op):
     oracle = oracle_for(op.name)
@@ -540,9 +580,33 @@ def _pair(values, dtype):
 def test_python_operators(expr, dtype):
     xs = [1, 2, 3, 4] if dtype != "bool" else [True, False, True, True]
     ys = [2, 1, 3, 1] if dtype != "bool" else [True, True, False, True]
-    x, tx = _pair(xs, dtype)
-    y, ty = _pair(ys, dtype)
-    check_parity(lambda x, y: eval(expr), lambda x, y: eval(expr), x, y, label=f"{expr} {dtype}")
+    if not HAVE_TORCH and dtype == "bool" and _bool_rules_of_torch(expr):
+        pytest.skip("PyTorch's own bool rules: NumPy cannot say")
+    x, y = _pl(xs, dtype), _pl(ys, dtype)
+    check_parity(lambda x, y: eval(expr), lambda x, y: eval(expr), x, y, label=f"{expr} {dtype}",
+                 numpy_oracle=lambda x, y: _numpy_operator(expr, x, y))
+
+
+def _bool_rules_of_torch(expr):
+    # PyTorch refuses these on bool tensors (or widens bool ** int to int64); NumPy computes
+    return any(op in expr for op in ("-", "//", "%", "**", "abs"))
+
+
+def _numpy_operator(expr, x, y):
+    """NumPy's answer for a Python operator expression on same-dtype arrays: NumPy 2 treats
+    Python numbers as weak, as PyTorch does, and a float64 result of non-float64 operands
+    is PyTorch's default float32 (int / int, 2.5 ** int). Where NumPy raises, or refuses a
+    bool operation PyTorch defines differently, it cannot say."""
+    if x.dtype == bool and _bool_rules_of_torch(expr):
+        raise CannotSay("PyTorch's own bool rules")
+    try:
+        with np.errstate(all="ignore"):
+            r = np.asarray(eval(expr))
+    except Exception as e:
+        raise CannotSay(f"NumPy raised {type(e).__name__}") from e
+    if r.dtype == np.float64 and x.dtype != np.float64:
+        return NumpyRef(r, "float32")
+    return r
 
 
 @pytest.mark.parametrize("stmt", ["x += 2", "x -= 1", "x *= 3", "x /= 2", "x //= 2", "x %= 3", "x **= 2",

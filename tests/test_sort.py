@@ -11,7 +11,12 @@ import pytest
 
 import pytorchlite as ptl
 
-torch = pytest.importorskip("torch")
+from numpy_oracles import NUMPY_REDUCTIONS, NpTensor  # noqa: E402
+from parity import HAVE_TORCH, NumpyRef, to_numpy, torch_or_missing  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
+# the oracle library: PyTorch, or without it NumPy's stable sort (tests/numpy_oracles.py)
+lib = torch if HAVE_TORCH else NUMPY_REDUCTIONS
 
 DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 FLOATS = ["float16", "bfloat16", "float32", "float64"]
@@ -20,6 +25,9 @@ NUMERIC = [d for d in DTYPES if d != "bool"]
 
 @pytest.fixture(autouse=True, scope="module")
 def _torch_single_thread():
+    if not HAVE_TORCH:
+        yield
+        return
     n = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
@@ -55,11 +63,15 @@ def pair(dtype, vals):
     else:
         arr = arr.astype(dtype)
     p = ptl.tensor(arr).to(getattr(ptl, dtype))
+    if not HAVE_TORCH:      # exactly the values pytorchlite holds
+        return p, NpTensor(to_numpy(p), dtype)
     t = torch.tensor(arr).to(getattr(torch, dtype))
     return p, t
 
 
 def np_of(t):
+    if isinstance(t, NumpyRef):
+        return t.values
     if isinstance(t, torch.Tensor):
         t = t.detach()
         if t.dtype == torch.bfloat16:
@@ -106,11 +118,11 @@ def test_sort_stable_matches_torch(dtype, shape):
         for dim in range(-len(shape), len(shape)):
             for desc in (False, True):
                 got = ptl.sort(p, dim, desc, stable=True)
-                want = torch.sort(t, dim=dim, descending=desc, stable=True)
+                want = lib.sort(t, dim=dim, descending=desc, stable=True)
                 same(got.values, want.values, what=f"{label} dim={dim} desc={desc}")
                 same(got.indices, want.indices, what=f"{label} dim={dim} desc={desc}")
-                same(ptl.argsort(p, dim, desc, stable=True), torch.argsort(t, dim=dim, descending=desc,
-                                                                           stable=True))
+                same(ptl.argsort(p, dim, desc, stable=True), lib.argsort(t, dim=dim, descending=desc,
+                                                                         stable=True))
 
 
 @pytest.mark.parametrize("dtype", ["int64", "float64", "float32", "int32", "float16"])
@@ -186,7 +198,7 @@ def test_sort_errors():
 
 def _check_topk(p, t, k, dim, largest, what):
     got = ptl.topk(p, k, dim, largest)
-    want = torch.topk(t, k, dim, largest)
+    want = lib.topk(t, k, dim, largest)
     same(got.values, want.values, what=what)
     assert got.indices.dtype == ptl.int64
     # ties may pick different (equal) elements: the indices must select the values

@@ -11,7 +11,9 @@ import pathlib
 import numpy as np
 import pytest
 
-torch = pytest.importorskip("torch")
+from parity import HAVE_TORCH, torch_or_missing  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
 
 from pytorchlite import _tensor_str  # noqa: E402
 from pytorchlite._tensor_str import format_tensor, get_printoptions, set_printoptions  # noqa: E402
@@ -27,11 +29,13 @@ INT_DTYPES = ["uint8", "int8", "int16", "int32", "int64"]
 def _restore_print_state():
     """Every test starts and ends with default print options and default dtype."""
     set_printoptions(profile="default")
-    torch.set_printoptions(profile="default")
+    if HAVE_TORCH:
+        torch.set_printoptions(profile="default")
     yield
     set_printoptions(profile="default")
-    torch.set_printoptions(profile="default")
-    torch.set_default_dtype(torch.float32)
+    if HAVE_TORCH:
+        torch.set_printoptions(profile="default")
+        torch.set_default_dtype(torch.float32)
 
 
 def set_both(**options):

@@ -14,7 +14,9 @@ import pytorchlite as P
 import pytorchlite.nn as nn
 import pytorchlite.nn.functional as F
 
-torch = pytest.importorskip("torch")
+from parity import torch_or_missing  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
 TF = torch.nn.functional
 # torch's TransformerEncoder warns that its nested-tensor fast path is off for our configurations
 pytestmark = pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")

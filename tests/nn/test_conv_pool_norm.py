@@ -11,7 +11,10 @@ import pytorchlite as P
 import pytorchlite.nn as nn
 import pytorchlite.nn.functional as F
 
-torch = pytest.importorskip("torch")
+import numpy_oracles as npo  # noqa: E402
+from parity import HAVE_TORCH, torch_or_missing  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
 TF = torch.nn.functional
 # torch warns that it pads a copy of the input for padding='same' with an even kernel
 pytestmark = pytest.mark.filterwarnings("ignore:Using padding='same'")
@@ -26,7 +29,11 @@ def _data(shape, scale=1.0):
 
 def _pair(a, dtype, tdtype, grad=True, layout="contiguous"):
     """The same values as a pytorchlite and a torch leaf; layout 't' gives a view with the
-    last two dims swapped in memory, 's' a step-sliced view (both non-contiguous)."""
+    last two dims swapped in memory, 's' a step-sliced view (both non-contiguous). Without
+    a torch dtype (tdtype None) the torch leaf is None."""
+    if tdtype is None:
+        p, _ = _pair_p(a, dtype, layout)
+        return (p.detach().requires_grad_() if grad else p), None
     if layout == "t":
         base = np.ascontiguousarray(np.swapaxes(a, -1, -2))
         p = P.tensor(base, dtype=dtype).transpose(-1, -2)
@@ -46,6 +53,16 @@ def _pair(a, dtype, tdtype, grad=True, layout="contiguous"):
     return p, t
 
 
+def _pair_p(a, dtype, layout):
+    if layout == "t":
+        return P.tensor(np.ascontiguousarray(np.swapaxes(a, -1, -2)), dtype=dtype).transpose(-1, -2), None
+    if layout == "s":
+        wide = np.zeros(a.shape[:-1] + (a.shape[-1] * 2,))
+        wide[..., ::2] = a
+        return P.tensor(wide, dtype=dtype)[..., ::2], None
+    return P.tensor(a, dtype=dtype), None
+
+
 def _close(ours, theirs, tol, what=""):
     o = ours.detach().numpy() if isinstance(ours, P.Tensor) else np.asarray(ours)
     t = theirs.detach().numpy() if isinstance(theirs, torch.Tensor) else np.asarray(theirs)
@@ -53,10 +70,31 @@ def _close(ours, theirs, tol, what=""):
     np.testing.assert_allclose(o, t, rtol=tol * 10, atol=tol * 10, err_msg=what)
 
 
-def _check(fn_p, fn_t, inputs, dtype, tdtype, tol, layouts=None, seed_grad=True):
+def _check_numpy(fn_p, fn_np, inputs, dtype, tol, layouts, seed_grad):
+    pairs = [_pair(a, dtype, None, grad=np.issubdtype(a.dtype, np.floating), layout=lay) if a is not None
+             else (None, None) for a, lay in zip(inputs, layouts)]
+    out_p = fn_p(*[p for p, _ in pairs])
+    want = np.asarray(fn_np(*inputs))
+    _close(out_p, want, tol, "output (NumPy float64 oracle)")
+    assert out_p.dtype == dtype
+    if seed_grad:
+        g = _data(want.shape)
+        out_p.backward(P.tensor(g, dtype=dtype))
+        for k, (p, _) in enumerate(pairs):
+            if p is not None and p.requires_grad:
+                assert p.grad is not None, f"no gradient for input {k}"
+                _close(p.grad, npo.numeric_grad(fn_np, inputs, k, g), max(tol, 1e-7),
+                       f"gradient of input {k} (central differences)")
+    return out_p, None
+
+
+def _check(fn_p, fn_t, inputs, dtype, tdtype, tol, layouts=None, seed_grad=True, numpy_fn=None):
     """Run fn on the same inputs in both libraries; compare the output and the gradient of
-    every input (with a random upstream gradient)."""
+    every input (with a random upstream gradient). Without PyTorch, `numpy_fn` (a float64
+    NumPy form of fn) is the oracle where given, its gradients central differences."""
     layouts = layouts or ["contiguous"] * len(inputs)
+    if not HAVE_TORCH and numpy_fn is not None:
+        return _check_numpy(fn_p, numpy_fn, inputs, dtype, tol, layouts, seed_grad)
     pairs = [_pair(a, dtype, tdtype, grad=a is not None and np.issubdtype(a.dtype, np.floating), layout=lay)
              if a is not None else (None, None) for a, lay in zip(inputs, layouts)]
     out_p = fn_p(*[p for p, _ in pairs])
@@ -83,10 +121,12 @@ def _check(fn_p, fn_t, inputs, dtype, tdtype, tol, layouts=None, seed_grad=True)
                                               ((3, 1000), 1, "contiguous")])
 def test_softmax_matches_torch(name, shape, dim, layout, dtype, tdtype, tol):
     a = _data(shape, 3.0)
+    ref = lambda x: npo.softmax(x, dim, log=name == "log_softmax")   # noqa: E731
     _check(lambda x: getattr(P, name)(x, dim), lambda x: getattr(torch, name)(x, dim), [a], dtype, tdtype, tol,
-           [layout])
-    _check(lambda x: getattr(F, name)(x, dim=dim), lambda x: getattr(TF, name)(x, dim=dim), [a], dtype, tdtype, tol)
-    _check(lambda x: getattr(x, name)(dim), lambda x: getattr(x, name)(dim), [a], dtype, tdtype, tol)
+           [layout], numpy_fn=ref)
+    _check(lambda x: getattr(F, name)(x, dim=dim), lambda x: getattr(TF, name)(x, dim=dim), [a], dtype, tdtype, tol,
+           numpy_fn=ref)
+    _check(lambda x: getattr(x, name)(dim), lambda x: getattr(x, name)(dim), [a], dtype, tdtype, tol, numpy_fn=ref)
 
 
 def test_softmax_extremes_and_dtype_argument():
@@ -156,7 +196,7 @@ CONV2D_CASES = [
 def test_conv2d_matches_torch(xs, ws, kw, bias, dtype, tdtype, tol):
     inputs = [_data(xs), _data(ws, 0.3), _data((ws[0],)) if bias else None]
     _check(lambda x, w, b: F.conv2d(x, w, b, **kw), lambda x, w, b: TF.conv2d(x, w, b, **kw), inputs, dtype, tdtype,
-           tol)
+           tol, numpy_fn=lambda x, w, b: npo.conv2d(x, w, b, **kw))
 
 
 @pytest.mark.parametrize("layout", ["t", "s"])
@@ -334,7 +374,7 @@ def test_layer_norm_matches_torch(xs, ns, affine, dtype, tdtype, tol):
     w = _data(ns) if affine else None
     b = _data(ns) if affine is True else None
     _check(lambda x, w, b: F.layer_norm(x, ns, w, b), lambda x, w, b: TF.layer_norm(x, ns, w, b), [_data(xs), w, b],
-           dtype, tdtype, tol, ["t", "contiguous", "contiguous"])
+           dtype, tdtype, tol, ["t", "contiguous", "contiguous"], numpy_fn=lambda x, w, b: npo.layer_norm(x, ns, w, b))
 
 
 @pytest.mark.parametrize("dtype,tdtype,tol", DTYPES)

@@ -16,7 +16,9 @@ import pytorchlite as P
 import pytorchlite.nn as nn
 import pytorchlite.nn.functional as F
 
-torch = pytest.importorskip("torch")
+from parity import torch_or_missing  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
 TF = torch.nn.functional
 
 _rng = np.random.default_rng(11)

@@ -16,7 +16,10 @@ import pytorchlite as P
 import pytorchlite.nn as nn
 import pytorchlite.nn.functional as F
 
-torch = pytest.importorskip("torch")
+from numpy_oracles import numeric_grad  # noqa: E402
+from parity import HAVE_TORCH, torch_or_missing  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
 TF = torch.nn.functional
 
 DTYPES = [(P.float32, torch.float32, 1e-5), (P.float64, torch.float64, 1e-10)]
@@ -42,11 +45,64 @@ def _close(ours, theirs, tol, what):
     np.testing.assert_allclose(o, t, rtol=tol * 10, atol=tol * 10, err_msg=what)
 
 
-def _parity(fn_p, fn_t, arrays, dtype, tdtype, tol, grads=None, upstream=True):
+def _numpy_parity(fn_p, fn_np, arrays, dtype, tol, grads, upstream):
+    """_parity without PyTorch: the output against a float64 NumPy form of the loss, the
+    gradients against its central differences (at least 1e-6 apart: the differences' own error)."""
+    arrays = [None if a is None else np.asarray(a, dtype=np.float64) for a in arrays]
+    ps = [None if a is None else P.tensor(a, dtype=dtype) for a in arrays]
+    for k in grads:
+        ps[k].requires_grad_()
+    out_p = fn_p(*ps)
+    want = np.asarray(fn_np(*arrays))
+    _close(out_p, want, tol, "output (NumPy float64 oracle)")
+    assert out_p.dtype == dtype, f"output dtype {out_p.dtype}"
+    if grads:
+        g = _data(want.shape) if upstream else np.ones(want.shape)
+        out_p.backward(P.tensor(g, dtype=dtype))
+        for k in grads:
+            assert ps[k].grad is not None, f"no gradient for argument {k}"
+            _close(ps[k].grad, numeric_grad(fn_np, arrays, k, g), max(tol, 1e-7),
+                   f"gradient of argument {k} (central differences)")
+    return ps
+
+
+def _reduce(v, reduction):
+    return {"none": v, "mean": v.mean(), "sum": v.sum()}[reduction]
+
+
+def _np_regression(name, reduction, beta=1.0, delta=1.0):
+    """The NumPy (float64) form of a regression loss."""
+    def loss(a, b):
+        d = np.abs(a - b)
+        if name == "mse_loss":
+            v = d * d
+        elif name == "l1_loss":
+            v = d
+        elif name == "smooth_l1_loss":
+            v = d if beta == 0 else np.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+        else:   # huber_loss
+            v = np.where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+        return _reduce(v, reduction)
+    return loss
+
+
+def _np_binary_cross_entropy(reduction):
+    def loss(x, y, w=None):
+        # PyTorch clamps each log at -100
+        v = -(y * np.maximum(np.log(x), -100) + (1 - y) * np.maximum(np.log1p(-x), -100))
+        return _reduce(v if w is None else v * w, reduction)
+    return loss
+
+
+def _parity(fn_p, fn_t, arrays, dtype, tdtype, tol, grads=None, upstream=True, numpy_fn=None):
     """Run fn on the same arrays in both libraries (None stays None); compare the output, its
     dtype, and the gradient of every array listed in `grads` (all by default) under a random
-    upstream gradient. Returns the pytorchlite leaves."""
+    upstream gradient. Without PyTorch, `numpy_fn` (a float64 NumPy form of fn) is the oracle
+    where given. Returns the pytorchlite leaves."""
     grads = range(len(arrays)) if grads is None else grads
+    if not HAVE_TORCH and numpy_fn is not None:
+        return _numpy_parity(fn_p, numpy_fn, arrays, dtype, tol, [k for k in grads if arrays[k] is not None],
+                             upstream)
     ps, ts = [], []
     for k, a in enumerate(arrays):
         if a is None:
@@ -100,7 +156,8 @@ def test_regression_losses_match_torch(name, kw, reduction, dtype, tdtype, tol):
     # scale 2 puts elements on both sides of beta / delta
     x, y = _data((3, 5), 2.0), _data((3, 5), 2.0)
     _parity(lambda a, b: getattr(F, name)(a, b, reduction=reduction, **kw),
-            lambda a, b: getattr(TF, name)(a, b, reduction=reduction, **kw), [x, y], dtype, tdtype, tol)
+            lambda a, b: getattr(TF, name)(a, b, reduction=reduction, **kw), [x, y], dtype, tdtype, tol,
+            numpy_fn=_np_regression(name, reduction, **kw))
 
 
 @pytest.mark.parametrize("name,kw", REGRESSION, ids=[f"{n}-{kw}" for n, kw in REGRESSION])
@@ -223,7 +280,7 @@ def test_binary_cross_entropy_matches_torch(weight_shape, reduction, dtype, tdty
     w = None if weight_shape is None else _rng.uniform(0.1, 2.0, weight_shape)
     _parity(lambda a, b, c: F.binary_cross_entropy(a, b, c, reduction=reduction),
             lambda a, b, c: TF.binary_cross_entropy(a, b, c, reduction=reduction), [x, y, w], dtype, tdtype, tol,
-            grads=[0, 1])
+            grads=[0, 1], numpy_fn=_np_binary_cross_entropy(reduction))
 
 
 @pytest.mark.parametrize("dtype,tdtype", [(P.float32, torch.float32), (P.float64, torch.float64)])

@@ -13,7 +13,9 @@ import pytest
 import pytorchlite as P
 import pytorchlite.nn as nn
 
-torch = pytest.importorskip("torch")
+from parity import torch_or_missing  # noqa: E402
+
+torch = torch_or_missing()      # without PyTorch, a test that calls it is skipped
 # torch notes that its oneDNN path has no LSTM projections and it falls back
 pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections is not supported")
 
