@@ -15,10 +15,9 @@ each index tensor is expanded to it; every index value is bounds-checked in C.
 """
 
 from pytorchlite import _dtype as D
-from pytorchlite._C import check, ffi, lib
+from pytorchlite._C import MAX_DIMS, check, ffi, lib
 from pytorchlite._core import TensorBase as Tensor, broadcast_shapes, empty as _empty, expand_strides, is_contiguous_layout as _is_contiguous, make, numel as _numel, to_dtype
 
-_MAX_DIMS = 16
 _INT64 = D.int64
 
 
@@ -48,8 +47,8 @@ def nonzero_coords(t):
     """The coordinates of t's nonzero elements (in row-major order): int64 [n, t.dim()]."""
     if t._device.type != "cpu":
         raise NotImplementedError(f"nonzero(): no kernel for device '{t._device.type}'")
-    if len(t._shape) > _MAX_DIMS:
-        raise RuntimeError(f"nonzero(): tensors with more than {_MAX_DIMS} dimensions are not supported")
+    if len(t._shape) > MAX_DIMS:
+        raise RuntimeError(f"only tensors with up to {MAX_DIMS} dims are supported")
     d = ffi.new("ptl_tensor *")
     _desc(d, t, t._shape, t._stride)
     count = ffi.new("int64_t *")
@@ -119,8 +118,8 @@ def _flat_positions(m):
     """int64 [n]: the row-major positions of the True elements of bool mask m."""
     if m._device.type != "cpu":
         raise NotImplementedError(f"index(): boolean masks have no kernel for device '{m._device.type}'")
-    if len(m._shape) > _MAX_DIMS:
-        raise RuntimeError(f"index(): masks with more than {_MAX_DIMS} dimensions are not supported")
+    if len(m._shape) > MAX_DIMS:
+        raise RuntimeError(f"only tensors with up to {MAX_DIMS} dims are supported")
     d = ffi.new("ptl_tensor *")
     _desc(d, m, m._shape, m._stride)
     count = ffi.new("int64_t *")
@@ -217,8 +216,8 @@ def _plan(t, p0, idx, bshape):
     shape, stride = t._shape, t._stride
     pre = shape[:p0]
     out_shape = tuple(pre) + tuple(bshape) + tuple(shape[p0 + k:])
-    if len(out_shape) > _MAX_DIMS:
-        raise RuntimeError(f"index: results with more than {_MAX_DIMS} dimensions are not supported")
+    if len(out_shape) > MAX_DIMS:
+        raise RuntimeError(f"only tensors with up to {MAX_DIMS} dims are supported")
     nb = len(bshape)
     descs = _new("ptl_tensor[]", k + 2)
     _desc(descs[1], t, out_shape, tuple(stride[:p0]) + (0,) * nb + tuple(stride[p0 + k:]))

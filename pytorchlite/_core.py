@@ -243,19 +243,44 @@ def addr(t):
 # --- descriptors and scalars for the C kernels --------------------------------------------
 
 def check_ndim(op, ndim):
+    """PyTorch's error for an operator that takes a list of dims (a reduction's `dim`,
+    `flip`, ...): it keeps them in a 64-bit mask (at::dim_list_to_bitset), so it refuses
+    tensors of more than 64 dims even where the result would be small."""
     if ndim > MAX_DIMS:
-        raise RuntimeError(f"{op}(): tensors with more than {MAX_DIMS} dimensions are not supported (got {ndim})")
+        raise RuntimeError(f"only tensors with up to {MAX_DIMS} dims are supported")
+
+
+def elementwise_geometry(shape, strides):
+    """(shape, [strides of each operand]) with the size-1 dims dropped when there are more
+    than a descriptor holds: an elementwise kernel visits the same elements in the same
+    order without them. A tensor of more than 64 dims always fits afterwards: its
+    element count fits int64, so at most 63 of its dims are larger than 1 (or one is 0,
+    and then there is nothing to visit: one dim of size 0 says so)."""
+    if len(shape) <= MAX_DIMS:
+        return shape, strides
+    if 0 in shape:
+        return (0,), [(0,) for _ in strides]
+    keep = [d for d, s in enumerate(shape) if s != 1]
+    return tuple(shape[d] for d in keep), [tuple(st[d] for d in keep) for st in strides]
 
 
 def descriptors(tensors, shape):
-    """A ptl_tensor array describing every tensor viewed at `shape` (expanded as needed)."""
+    """A ptl_tensor array describing every tensor viewed at `shape` (expanded as needed),
+    for elementwise kernels (pointwise, copy, fill, random): beyond the descriptor's limit
+    the size-1 dims are dropped (elementwise_geometry)."""
     descs = _new_c("ptl_tensor[]", len(tensors))
     nd = len(shape)
+    if nd > MAX_DIMS:
+        shape, strides = elementwise_geometry(
+            shape, [t._stride if t._shape == shape else expand_strides(t, shape) for t in tensors])
+        for k, t in enumerate(tensors):
+            check(_set_desc(descs, k, t._storage.ptr + t._offset * t._dtype.itemsize, t._dtype.code, len(shape),
+                            shape, strides[k]), "")
+        return descs
     # one C call per tensor (ptl_set_desc) instead of a cffi write per field: half the cost
     for k, t in enumerate(tensors):
-        if _set_desc(descs, k, t._storage.ptr + t._offset * t._dtype.itemsize, t._dtype.code, nd, shape,
-                     t._stride if t._shape == shape else expand_strides(t, shape)):
-            check_ndim("", nd)
+        _set_desc(descs, k, t._storage.ptr + t._offset * t._dtype.itemsize, t._dtype.code, nd, shape,
+                  t._stride if t._shape == shape else expand_strides(t, shape))
     return descs
 
 
@@ -284,9 +309,7 @@ def copy_into(dst, src):
     if dst._device is not CPU or src._device is not CPU:
         other = dst._device if dst._device.type != "cpu" else src._device
         return _backends.get(other.type).copy(dst, src)
-    shape = dst._shape
-    check_ndim("copy_", len(shape))
-    check(lib.ptl_copy(descriptors((dst, src), shape)), "copy_")
+    check(lib.ptl_copy(descriptors((dst, src), dst._shape)), "copy_")
 
 
 def to_dtype(t, dtype):

@@ -20,7 +20,7 @@ The helpers below are what the generated impls call.
 from pytorchlite import _backends
 from pytorchlite._C import check, ffi, lib
 from pytorchlite._core import (
-    TensorBase, addr, contiguous_strides, copy_into, empty, fill, make, numel, to_dtype,
+    TensorBase, addr, check_ndim, contiguous_strides, copy_into, empty, fill, make, numel, to_dtype,
 )
 
 _new = ffi.new
@@ -175,6 +175,7 @@ def describe(descs, k, t, spec=None):
     status = _set_desc(descs, k, t._storage.ptr + t._offset * t._dtype.itemsize, t._dtype.code, len(shape), shape,
                        stride)
     if status:
+        check_ndim("", len(shape))     # PyTorch's message for more than 64 dims
         check(status, "descriptor")
     return descs + k
 

@@ -15,7 +15,7 @@ import numpy as _np
 from pytorchlite import _dtype as D
 from pytorchlite._C import check, ffi, lib
 from pytorchlite._argparse import wrap_dim
-from pytorchlite._core import empty as _empty, scalar_pair as _scalar_arg, copy_into, scalar_tensor, to_dtype
+from pytorchlite._core import check_ndim, descriptors as _descriptors, empty as _empty, scalar_pair as _scalar_arg, copy_into, scalar_tensor, to_dtype
 from pytorchlite._core import TensorBase as Tensor, broadcast_shapes, contiguous_strides, make, numel as _numel, overlaps as _overlaps, self_overlapping as _self_overlapping
 from pytorchlite._views import make_view
 
@@ -33,7 +33,7 @@ def _desc_array(entries):
     descs = _new("ptl_tensor[]", len(entries))
     for k, (t, shape, stride) in enumerate(entries):
         if _set_desc(descs, k, _ptr(t), t._dtype.code, len(shape), shape, stride):
-            raise RuntimeError(f"tensors with more than 16 dimensions are not supported (got {len(shape)})")
+            check_ndim("", len(shape))
     return descs
 
 
@@ -382,7 +382,7 @@ def scatter_reduce(self, dim, index, src, reduce, include_self=True):
                            f"{self._shape[d] if self._shape else 1}")
     if reduce == "mean":
         count = _empty(self._shape, self._dtype if self._dtype is not D.bool else D.int64, self._device)
-        lib.ptl_fill(_desc_array([(count, count._shape, count._stride)]), *_scalar_arg(1 if include_self else 0))
+        lib.ptl_fill(_descriptors((count,), count._shape), *_scalar_arg(1 if include_self else 0))
         ones = scalar_tensor(1, count._dtype, self._device)
         _scatter_into("scatter_reduce", count, d, idx, ones, 1)
         count = count.masked_fill(count == 0, 1)
@@ -605,6 +605,7 @@ def _dims_list(op, dims, nd):
 
 def flip(self, dims):
     nd = len(self._shape)
+    check_ndim("flip", nd)     # PyTorch keeps the flipped dims in a 64-bit mask
     ds = _dims_list("flip", dims, nd)
     out = _empty(self._shape, self._dtype, self._device)
     if not _numel(self._shape):
@@ -644,7 +645,7 @@ def diag_embed(self, offset=0, dim1=-2, dim2=-1):
         else:
             shape.append(rest.pop(0))
     out = _empty(tuple(shape), self._dtype, self._device)
-    lib.ptl_fill(_desc_array([(out, out._shape, out._stride)]), 0.0, 0)
+    lib.ptl_fill(_descriptors((out,), out._shape), 0.0, 0)
     if not _numel(out._shape):
         return out
     from pytorchlite._kernels.views import diagonal
@@ -657,7 +658,7 @@ def diag(self, diagonal=0):
     if nd == 1:
         n = self._shape[0] + abs(diagonal)
         out = _empty((n, n), self._dtype, self._device)
-        lib.ptl_fill(_desc_array([(out, out._shape, out._stride)]), 0.0, 0)
+        lib.ptl_fill(_descriptors((out,), out._shape), 0.0, 0)
         if n:
             from pytorchlite._kernels.views import diagonal as diag_view
             copy_into(diag_view(out, diagonal, 0, 1), self)
@@ -758,7 +759,7 @@ def pad(self, pad, mode="constant", value=None):
         out = _empty(tuple(shape), self._dtype, self._device)
         v = 0 if value is None else value
         if _numel(out._shape):
-            lib.ptl_fill(_desc_array([(out, out._shape, out._stride)]), *_scalar_arg(v))
+            lib.ptl_fill(_descriptors((out,), out._shape), *_scalar_arg(v))
         # the part of self that survives (negative pads crop) into its place in out
         from pytorchlite._kernels.views import narrow
         dst, src = out, self

@@ -11,7 +11,7 @@ hands descriptors to the generated C entry. Two paths:
 """
 
 from pytorchlite import _dtype as D
-from pytorchlite._C import check, ffi, lib
+from pytorchlite._C import MAX_DIMS, check, ffi, lib
 from pytorchlite._argparse import common_device as _common_device
 from pytorchlite._device import CPU as _CPU
 from pytorchlite._promotion import result_type_of
@@ -180,8 +180,8 @@ _GEOMETRY = {}
 def _geometry(key, tensors):
     shape = broadcast_shapes("", [t._shape for t in tensors])   # (a mismatch raises in the caller's try)
     nd = len(shape)
-    if nd > 16:
-        return None
+    if nd > MAX_DIMS:
+        return None       # the general path drops size-1 dims to fit a descriptor
     out_strides = contiguous_strides(shape)
     geo = (shape, _numel(shape), out_strides, _new_descs("int64_t[]", shape or [0]),
            [_new_descs("int64_t[]", out_strides or [0])] +
@@ -319,8 +319,6 @@ def _run_general(op, operands, scalars, out, inplace):
         return _backends.get(device.type).pointwise(op, op.entry(device.type), operands, scalars, out, inplace,
                                                     common, out_dt, device)
     shape = broadcast_shapes(op.name, [t._shape for t in tensors]) if tensors else ()
-    if len(shape) > 16:
-        raise RuntimeError(f"{op.name}(): tensors with more than 16 dimensions are not supported")
 
     # ---- integer division by zero raises, as on PyTorch's CPU ---------------------------
     # (only when something is computed: an empty result divides nothing)

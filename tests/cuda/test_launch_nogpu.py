@@ -86,8 +86,9 @@ def test_pack_scalars():
 
 
 def test_too_many_dims():
-    with pytest.raises(RuntimeError, match="more than 16 dimensions"):
-        _launch.pack_iter([2] * 17, [[1]] * 17, False)
+    n = _launch.MAX_DIMS + 1
+    with pytest.raises(RuntimeError, match=f"more than {_launch.MAX_DIMS} dimensions"):
+        _launch.pack_iter([2] * n, [[1]] * n, False)
 
 
 # --- the names the launcher forms exist in the generated source -----------------------------------
