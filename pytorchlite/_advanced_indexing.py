@@ -16,7 +16,7 @@ each index tensor is expanded to it; every index value is bounds-checked in C.
 
 from pytorchlite import _dtype as D
 from pytorchlite._C import MAX_DIMS, check, ffi, lib
-from pytorchlite._core import TensorBase as Tensor, broadcast_shapes, empty as _empty, expand_strides, is_contiguous_layout as _is_contiguous, make, numel as _numel, to_dtype
+from pytorchlite._core import squeeze_dims, TensorBase as Tensor, broadcast_shapes, empty as _empty, expand_strides, is_contiguous_layout as _is_contiguous, make, numel as _numel, to_dtype
 
 _INT64 = D.int64
 
@@ -43,12 +43,31 @@ def _torch_name(dtype):
             "bool": "Bool"}[dtype.name]
 
 
+def _without_ones(t):
+    """t without its size-1 dims (a view for the kernels; not recorded by autograd)."""
+    keep = squeeze_dims(t._shape)
+    return make(t._storage, tuple(t._shape[k] for k in keep), tuple(t._stride[k] for k in keep), t._offset,
+                t._dtype)
+
+
 def nonzero_coords(t):
     """The coordinates of t's nonzero elements (in row-major order): int64 [n, t.dim()]."""
     if t._device.type != "cpu":
         raise NotImplementedError(f"nonzero(): no kernel for device '{t._device.type}'")
-    if len(t._shape) > MAX_DIMS:
-        raise RuntimeError(f"only tensors with up to {MAX_DIMS} dims are supported")
+    nd = len(t._shape)
+    if nd > MAX_DIMS:
+        # PyTorch takes more dims than a descriptor holds: find the elements in t without
+        # its size-1 dims (their coordinate is 0)
+        if 0 in t._shape:
+            return make(_empty((nd, 0), D.int64, t._device)._storage, (0, nd), (1, 0), 0, D.int64)
+        keep = squeeze_dims(t._shape)
+        sq = nonzero_coords(_without_ones(t))
+        n = sq._shape[0]
+        coords = _empty((nd, n), D.int64, t._device)
+        c = coords._numpy_view()
+        c[...] = 0
+        c[keep] = sq._numpy_view().T
+        return make(coords._storage, (n, nd), (1, n), 0, D.int64)
     d = ffi.new("ptl_tensor *")
     _desc(d, t, t._shape, t._stride)
     count = ffi.new("int64_t *")
@@ -80,6 +99,18 @@ def _expand_masks(src, indices):
                 if pos + j >= len(src._shape) or m._shape[j] != src._shape[pos + j]:
                     raise IndexError(f"The shape of the mask {list(m._shape)} at index {j} does not match the shape "
                                      f"of the indexed tensor {list(src._shape)} at index {pos + j}")
+            if k > MAX_DIMS:
+                # more coordinates than a kernel takes: the mask's size-1 dims select
+                # nothing, so drop them from the mask and from src (a view: setitem writes
+                # through it)
+                drop = {pos + j for j in range(k) if m._shape[j] == 1}
+                keep = [d for d in range(len(src._shape)) if d not in drop]
+                src = make(src._storage, tuple(src._shape[d] for d in keep), tuple(src._stride[d] for d in keep),
+                           src._offset, src._dtype, src._vc)
+                m = _without_ones(m)
+                k = len(m._shape)
+                if k > MAX_DIMS:     # (only with size-0 dims: nothing is selected)
+                    raise RuntimeError(f"only tensors with up to {MAX_DIMS} dims are supported")
             if len(only) == 1 and k:
                 merged = _merge_dims(src, pos, k)
                 if merged is not None:
@@ -119,7 +150,9 @@ def _flat_positions(m):
     if m._device.type != "cpu":
         raise NotImplementedError(f"index(): boolean masks have no kernel for device '{m._device.type}'")
     if len(m._shape) > MAX_DIMS:
-        raise RuntimeError(f"only tensors with up to {MAX_DIMS} dims are supported")
+        if 0 in m._shape:
+            return _empty((0,), D.int64, m._device)
+        m = _without_ones(m)       # the same elements in the same row-major order
     d = ffi.new("ptl_tensor *")
     _desc(d, m, m._shape, m._stride)
     count = ffi.new("int64_t *")

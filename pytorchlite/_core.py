@@ -12,7 +12,7 @@ bindings tests `isinstance(x, TensorBase)`.
 """
 
 from pytorchlite import _backends
-from pytorchlite._C import MAX_DIMS, check, ffi, lib
+from pytorchlite._C import MAX_DIMS, check, ffi, lib, new_descriptors as _new_descs
 from pytorchlite._device import CPU
 from pytorchlite._storage import Storage
 
@@ -250,25 +250,31 @@ def check_ndim(op, ndim):
         raise RuntimeError(f"only tensors with up to {MAX_DIMS} dims are supported")
 
 
-def elementwise_geometry(shape, strides):
+def elementwise_geometry(shape, strides, keep=None):
     """(shape, [strides of each operand]) with the size-1 dims dropped when there are more
     than a descriptor holds: an elementwise kernel visits the same elements in the same
     order without them. A tensor of more than 64 dims always fits afterwards: its
     element count fits int64, so at most 63 of its dims are larger than 1 (or one is 0,
-    and then there is nothing to visit: one dim of size 0 says so)."""
+    and then there is nothing to visit: one dim of size 0 says so). Dim `keep` (a kernel's
+    `dim`) stays; squeeze_dims gives its new position."""
     if len(shape) <= MAX_DIMS:
         return shape, strides
-    if 0 in shape:
+    if 0 in shape and keep is None:
         return (0,), [(0,) for _ in strides]
-    keep = [d for d, s in enumerate(shape) if s != 1]
-    return tuple(shape[d] for d in keep), [tuple(st[d] for d in keep) for st in strides]
+    dims = squeeze_dims(shape, keep)
+    return tuple(shape[d] for d in dims), [tuple(st[d] for d in dims) for st in strides]
+
+
+def squeeze_dims(shape, keep=None):
+    """The dims elementwise_geometry keeps: those larger than 1, and `keep`."""
+    return [d for d, s in enumerate(shape) if s != 1 or d == keep]
 
 
 def descriptors(tensors, shape):
     """A ptl_tensor array describing every tensor viewed at `shape` (expanded as needed),
     for elementwise kernels (pointwise, copy, fill, random): beyond the descriptor's limit
     the size-1 dims are dropped (elementwise_geometry)."""
-    descs = _new_c("ptl_tensor[]", len(tensors))
+    descs = _new_descs("ptl_tensor[]", len(tensors))
     nd = len(shape)
     if nd > MAX_DIMS:
         shape, strides = elementwise_geometry(

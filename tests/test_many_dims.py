@@ -297,3 +297,57 @@ def test_at_64_no_error():
     x = pytorchlite.zeros((1,) * 62 + (2, 2))
     assert tuple(x.sum(0).shape) == (1,) * 61 + (2, 2)
     assert tuple(x.flip(0).shape) == tuple(x.shape)
+
+
+def test_dim_ops_beyond_64():
+    """Sort, scans, topk, gather/scatter, nonzero and boolean masks take tensors of more
+    than 64 dims (as PyTorch does); the kernels see them without their size-1 dims."""
+    nd = 72
+    shape = [1] * nd
+    shape[40], shape[71] = 2, 3
+    shape = tuple(shape)
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((2, 3))
+    x = pytorchlite.tensor(a).view(shape)
+    xt = pytorchlite.tensor(a.T.copy()).t().reshape(shape)    # (a non-contiguous view)
+    assert not xt.is_contiguous()
+    for t in (x, xt):
+        v, i = t.sort(nd - 1)
+        assert tuple(v.shape) == shape
+        _close(v.reshape(2, 3), np.sort(a, axis=1))
+        _close(i.reshape(2, 3), np.argsort(a, axis=1))
+        _close(t.argsort(40, descending=True).reshape(2, 3), np.argsort(-a, axis=0))
+        _close(t.cumsum(40).reshape(2, 3), np.cumsum(a, axis=0))
+        _close(t.cumprod(-1).reshape(2, 3), np.cumprod(a, axis=1))
+        top = t.topk(2, -1)
+        assert tuple(top.values.shape) == shape[:-1] + (2,)
+        _close(top.values.reshape(2, 2), -np.sort(-a, axis=1)[:, :2])
+        gi = rng.integers(0, 3, size=(2, 3))
+        gt = pytorchlite.tensor(gi).view(shape)
+        _close(t.gather(-1, gt).reshape(2, 3), np.take_along_axis(a, gi, axis=1))
+        s = pytorchlite.zeros(shape, dtype=pytorchlite.float64).scatter_add(-1, gt, t)
+        want = np.zeros((2, 3))
+        np.add.at(want, (np.arange(2)[:, None], gi), a)
+        _close(s.reshape(2, 3), want)
+        m = t > 0
+        _close(t[m], a[a > 0])
+        w = pytorchlite.tensor(a.T.copy()).t().reshape(shape)     # written through its mask
+        w[m] = 0.0
+        _close(w.reshape(2, 3), np.where(a > 0, 0.0, a))
+        nz = m.nonzero()
+        rows, cols = np.nonzero(a > 0)
+        want = np.zeros((len(rows), nd), dtype=np.int64)
+        want[:, 40], want[:, 71] = rows, cols
+        _close(nz, want)
+    assert pytorchlite.equal(x, xt) and not pytorchlite.equal(x, x + 1)
+    nested = x.tolist()
+    for _ in range(40):
+        nested = nested[0]
+    assert len(nested) == 2 and np.array(nested).reshape(2, 3).tolist() == a.tolist()
+
+
+def test_tolist_beyond_64_matches_torch():
+    torch = _torch()
+    for shape in ((1,) * 65 + (2,), (1,) * 30 + (2,) + (1,) * 40, (1,) * 66 + (0,), (2,) + (1,) * 70 + (0, 3)):
+        n = int(np.prod(shape))
+        assert pytorchlite.arange(float(n)).reshape(shape).tolist() == torch.arange(float(n)).reshape(shape).tolist()

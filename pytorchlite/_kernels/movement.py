@@ -13,9 +13,9 @@ from array import array as _array
 import numpy as _np
 
 from pytorchlite import _dtype as D
-from pytorchlite._C import check, ffi, lib
+from pytorchlite._C import MAX_DIMS, check, ffi, lib
 from pytorchlite._argparse import wrap_dim
-from pytorchlite._core import check_ndim, descriptors as _descriptors, empty as _empty, scalar_pair as _scalar_arg, copy_into, scalar_tensor, to_dtype
+from pytorchlite._core import check_ndim, descriptors as _descriptors, elementwise_geometry, squeeze_dims, empty as _empty, scalar_pair as _scalar_arg, copy_into, scalar_tensor, to_dtype
 from pytorchlite._core import TensorBase as Tensor, broadcast_shapes, contiguous_strides, make, numel as _numel, overlaps as _overlaps, self_overlapping as _self_overlapping
 from pytorchlite._views import make_view
 
@@ -200,7 +200,10 @@ def _gather_into(op, out, src, d, index, wrap=False):
     st = _restrided(src, ishape, d)
     dsize = src._shape[d] if src._shape else 1
     dstride = src._stride[d] if src._shape else 0
-    descs = _desc_array([(out, ishape, out._stride), (src, ishape, st), (index, ishape, index._stride)])
+    ost, ist = out._stride, index._stride
+    if len(ishape) > MAX_DIMS:      # the kernel is elementwise over ishape: drop its size-1 dims
+        ishape, (ost, st, ist) = elementwise_geometry(ishape, [ost, st, ist])
+    descs = _desc_array([(out, ishape, ost), (src, ishape, st), (index, ishape, ist)])
     bad = _new("int64_t[2]")
     status = lib.ptl_gather(descs, dsize, dstride, 1 if wrap else 0, bad)
     if status == 5:
@@ -250,8 +253,12 @@ def _scatter_into(op, dst, d, index, src, code, wrap=False, precheck=False):
     dsize = dst._shape[d]
     dstride = dst._stride[d]
     src_st = list(src._stride) if src._shape else [0] * len(ishape)
-    descs = _desc_array([(dst, ishape, _restrided(dst, ishape, d)), (src, ishape, src_st),
-                         (index, ishape, index._stride)])
+    dst_st, ist = _restrided(dst, ishape, d), index._stride
+    if len(ishape) > MAX_DIMS:      # drop the size-1 dims but d (the kernel plans its threads by d)
+        nd = d
+        d = squeeze_dims(ishape, d).index(d)
+        ishape, (dst_st, src_st, ist) = elementwise_geometry(ishape, [dst_st, src_st, ist], nd)
+    descs = _desc_array([(dst, ishape, dst_st), (src, ishape, src_st), (index, ishape, ist)])
     bad = _new("int64_t[2]")
     # Into a fresh tensor (dropped on error) indices are checked as they are used, with no
     # pass of their own; into a live one (precheck) all of them before anything is written.

@@ -11,7 +11,7 @@ hands descriptors to the generated C entry. Two paths:
 """
 
 from pytorchlite import _dtype as D
-from pytorchlite._C import MAX_DIMS, check, ffi, lib
+from pytorchlite._C import MAX_DIMS, check, ffi, lib, new_descriptors as _new_desc_array
 from pytorchlite._argparse import common_device as _common_device
 from pytorchlite._device import CPU as _CPU
 from pytorchlite._promotion import result_type_of
@@ -227,7 +227,7 @@ def _run_strided(op, operands, scalars):
     shape, n, out_strides, shape_arr, strides = geo
     st = _alloc(n * out_dt.itemsize, _CPU)
     res = make(st, shape, out_strides, 0, out_dt, None, True)
-    descs = _new_descs("ptl_tensor[]", len(operands) + 1)
+    descs = _new_desc_array("ptl_tensor[]", len(operands) + 1)
     nd = len(shape)
     _set_desc(descs, 0, st.ptr, out_dt.code, nd, shape_arr, strides[0])
     item = dt.itemsize

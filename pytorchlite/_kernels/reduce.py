@@ -15,7 +15,7 @@ import warnings
 
 from pytorchlite import _dtype as D
 from pytorchlite._argparse import wrap_dim
-from pytorchlite._C import MAX_DIMS, check, ffi, lib
+from pytorchlite._C import MAX_DIMS, check, ffi, lib, new_descriptors as _new_descs
 from pytorchlite._core import check_ndim, copy_into, to_dtype
 from pytorchlite._storage import Storage
 from pytorchlite._device import CPU as _CPU
@@ -120,7 +120,7 @@ def _launch(code, op, x, dims, keepdim, out_dtype, arg=0.0, aux_dtype=None, aux_
     aux = aux_in
     if aux_dtype is not None:
         aux = _new_tensor(fshape, aux_dtype, x._device)
-    descs = _new("ptl_tensor[3]")   # one allocation for input, output and aux
+    descs = _new_descs("ptl_tensor[3]")   # one allocation for input, output and aux
     # one C call per descriptor (ptl_set_desc) instead of a cffi write per field
     _set_desc(descs, 0, x._storage.ptr + x._offset * x._dtype.itemsize, x._dtype.code, nd, shape, x._stride)
     _set_desc(descs, 1, out._storage.ptr, out_dtype.code, nd, kshape, kstride)
