@@ -188,7 +188,10 @@ class Tensor(TensorBase, TensorMethods):
         raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}.")
 
     def __repr__(self, *, tensor_contents=None):
-        vals = self.detach()._values_f64()
+        if len(self._shape) > 64:     # more dims than NumPy takes: its values without the size-1 dims
+            vals = _tensor_str.DeepValues(self.detach().reshape(-1)._values_f64(), self._shape)
+        else:
+            vals = self.detach()._values_f64()
         dev = None if self._device.type == "cpu" else str(self._device)
         gf = self._grad_fn
         return _tensor_str.format_tensor(

@@ -351,3 +351,14 @@ def test_tolist_beyond_64_matches_torch():
     for shape in ((1,) * 65 + (2,), (1,) * 30 + (2,) + (1,) * 40, (1,) * 66 + (0,), (2,) + (1,) * 70 + (0, 3)):
         n = int(np.prod(shape))
         assert pytorchlite.arange(float(n)).reshape(shape).tolist() == torch.arange(float(n)).reshape(shape).tolist()
+
+
+@pytest.mark.parametrize("shape", [(1,) * 65 + (2, 3), (2,) + (1,) * 66 + (3,), (1,) * 70, (1,) * 65 + (40, 40),
+                                   (1,) * 66 + (0,), (1,) * 30 + (2,) + (1,) * 40 + (2,)])
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_repr_beyond_64_matches_torch(shape, dtype):
+    torch = _torch()
+    n = int(np.prod(shape))
+    a = pytorchlite.arange(n).to(getattr(pytorchlite, dtype)).reshape(shape) * 3
+    b = torch.arange(n).to(getattr(torch, dtype)).reshape(shape) * 3
+    assert repr(a) == repr(b).replace("torch.", "pytorchlite.")
