@@ -362,3 +362,18 @@ def test_repr_beyond_64_matches_torch(shape, dtype):
     a = pytorchlite.arange(n).to(getattr(pytorchlite, dtype)).reshape(shape) * 3
     b = torch.arange(n).to(getattr(torch, dtype)).reshape(shape) * 3
     assert repr(a) == repr(b).replace("torch.", "pytorchlite.")
+
+
+def test_selections_beyond_64():
+    shape = (1,) * 40 + (2,) + (1,) * 30 + (3,)
+    a = np.array([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+    x = pytorchlite.tensor(a).reshape(shape)
+    v, i = x.median(-1)
+    assert v.dim() == 71 and i.dim() == 71
+    _close(v.reshape(-1), np.median(a, axis=1))
+    _close(i.reshape(-1), np.argsort(a, axis=1)[:, 1])
+    v, i = x.kthvalue(1, 40, keepdim=True)
+    assert tuple(v.shape) == shape[:40] + (1,) + shape[41:]
+    _close(v.reshape(-1), a.min(axis=0))
+    _close(i.reshape(-1), a.argmin(axis=0))
+    _close(x.mode(-1).values.reshape(-1), a.min(axis=1))    # (no repeats: the smallest)

@@ -102,6 +102,12 @@ def _selection(x, d, keepdim, code, index=0):
     drops unless keepdim."""
     shape = x._shape
     kshape = shape[:d] + (1,) + shape[d + 1:] if shape else ()
+    if len(shape) > MAX_DIMS:     # (as _along: the kernel sees x without its other size-1 dims)
+        xs, dims = _squeezed(x, d)
+        ks = tuple(kshape[k] for k in dims)
+        oshape = kshape if keepdim else shape[:d] + shape[d + 1:]
+        return Meta((oshape, x._dtype, ks), (oshape, _I64, ks), inputs={"self": xs}, code=code,
+                    d=dims.index(d), index=index)
     if keepdim or not shape:
         return Meta((kshape, x._dtype), (kshape, _I64), code=code, d=d, index=index)
     oshape = shape[:d] + shape[d + 1:]
