@@ -243,23 +243,39 @@ def _bstrides(ix, bshape):
 
 def _plan(t, p0, idx, bshape):
     """What both kernels take: the result shape, descriptors [slot for the other
-    operand, t restrided to the result, the index tensors], and one int64 array
-    [isize * k, istride * k, bad value, bad index]."""
+    operand, t restrided to the result, the index tensors], one int64 array
+    [isize * k, istride * k, bad value, bad index], and the dims of the result the
+    descriptors keep (None: all of them; see _at)."""
     k = len(idx)
     shape, stride = t._shape, t._stride
     pre = shape[:p0]
     out_shape = tuple(pre) + tuple(bshape) + tuple(shape[p0 + k:])
-    if len(out_shape) > MAX_DIMS:
-        raise RuntimeError(f"only tensors with up to {MAX_DIMS} dims are supported")
     nb = len(bshape)
-    descs = _new("ptl_tensor[]", k + 2)
-    _desc(descs[1], t, out_shape, tuple(stride[:p0]) + (0,) * nb + tuple(stride[p0 + k:]))
     lead = [0] * len(pre)
     trail = [0] * (len(out_shape) - len(pre) - nb)
+    strides = [tuple(stride[:p0]) + (0,) * nb + tuple(stride[p0 + k:])] + \
+        [lead + _bstrides(ix, bshape) + trail for ix in idx]
+    keep, kshape = None, out_shape
+    if len(out_shape) > MAX_DIMS:
+        if not _numel(out_shape):
+            return out_shape, None, None, None      # (the callers stop there)
+        # the kernels are elementwise over the result: they run without its size-1 dims
+        keep = squeeze_dims(out_shape)
+        kshape, strides = tuple(out_shape[d] for d in keep), [[st[d] for d in keep] for st in strides]
+    descs = _new("ptl_tensor[]", k + 2)
+    _desc(descs[1], t, kshape, strides[0])
     for j, ix in enumerate(idx):
-        _desc(descs[2 + j], ix, out_shape, lead + _bstrides(ix, bshape) + trail)
+        _desc(descs[2 + j], ix, kshape, strides[1 + j])
     ints = _new("int64_t[]", [shape[p0 + j] for j in range(k)] + [stride[p0 + j] for j in range(k)] + [0, 0])
-    return out_shape, descs, ints
+    return out_shape, descs, ints, keep
+
+
+def _at(keep, shape, stride):
+    """(shape, stride) as the descriptors of _plan see the result: without the dims it
+    dropped."""
+    if keep is None:
+        return shape, stride
+    return tuple(shape[d] for d in keep), tuple(stride[d] for d in keep)
 
 
 def _out_of_bounds(value, k, size):
@@ -270,12 +286,12 @@ def gather(src, p0, idx, bshape, error=_out_of_bounds):
     """out[..., b, ...] = src[..., idx_0[b], idx_1[b], ..., ...] (dims p0.. indexed)."""
     if src._device.type != "cpu":
         raise NotImplementedError(f"index(): advanced indexing has no kernel for device '{src._device.type}'")
-    out_shape, descs, ints = _plan(src, p0, idx, bshape)
+    out_shape, descs, ints, keep = _plan(src, p0, idx, bshape)
     out = _empty(out_shape, src._dtype, src._device)
     if _numel(out_shape) == 0:
         return out
     k = len(idx)
-    _desc(descs[0], out, out_shape, out._stride)
+    _desc(descs[0], out, *_at(keep, out_shape, out._stride))
     status = lib.ptl_index_gather(descs, descs + 1, k, descs + 2, ints, ints + k, ints + 2 * k)
     if status == 5:
         bad = ints[2 * k + 1]
@@ -289,12 +305,12 @@ def scatter(dst, p0, idx, bshape, values, accumulate):
     dtype and broadcasts to the result shape (checked by the caller)."""
     if dst._device.type != "cpu":
         raise NotImplementedError(f"index_put_(): advanced indexing has no kernel for device '{dst._device.type}'")
-    out_shape, descs, ints = _plan(dst, p0, idx, bshape)
+    out_shape, descs, ints, keep = _plan(dst, p0, idx, bshape)
     if _numel(out_shape) == 0:
         return
     k = len(idx)
-    _desc(descs[0], values, out_shape, values._stride if values._shape == out_shape else
-          expand_strides(values, out_shape))
+    _desc(descs[0], values, *_at(keep, out_shape, values._stride if values._shape == out_shape else
+                                  expand_strides(values, out_shape)))
     status = lib.ptl_index_scatter(descs + 1, descs, k, descs + 2, ints, ints + k, 1 if accumulate else 0,
                                    ints + 2 * k)
     if status == 5:

@@ -377,3 +377,25 @@ def test_selections_beyond_64():
     _close(v.reshape(-1), a.min(axis=0))
     _close(i.reshape(-1), a.argmin(axis=0))
     _close(x.mode(-1).values.reshape(-1), a.min(axis=1))    # (no repeats: the smallest)
+
+
+def test_backward_beyond_64_matches_the_squeezed_tensor():
+    """Backward through tensors of 72 dims gives the gradient of the same computation on
+    the (2, 3) tensor it holds (PyTorch's own backward refuses most of these: its sum
+    backward keeps dims in a 64-bit mask)."""
+    shape = (1,) * 40 + (2,) + (1,) * 30 + (3,)
+    a = np.random.default_rng(7).standard_normal((2, 3))
+
+    def f(x, d0, rows):
+        y = (x * x).exp() + x.sort(-1).values * 2 + x.cumsum(d0) + x.gather(-1, pytorchlite.zeros(
+            x.shape, dtype=pytorchlite.int64))
+        y = y + x.index_select(-1, pytorchlite.tensor([2, 1, 0])) + x[..., [0, 0, 1]]
+        z = (rows(x) @ rows(x).transpose(-1, -2)).sum() + x.topk(2, -1).values.sum() + x.median(-1).values.sum()
+        return y.sum() + z + x.max()
+
+    big = pytorchlite.tensor(a).reshape(shape).requires_grad_()
+    f(big, 40, lambda x: x).backward()              # (its last two dims are (1, 3): rows)
+    small = pytorchlite.tensor(a).requires_grad_()
+    f(small, 0, lambda x: x.unsqueeze(-2)).backward()
+    assert tuple(big.grad.shape) == shape
+    _close(big.grad.reshape(2, 3), small.grad.numpy())
