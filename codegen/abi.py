@@ -7,7 +7,7 @@ launcher and codegen/build.py). Nothing else spells these numbers.
 """
 
 # the descriptor's dimension limit (ptl_tensor.sizes / strides)
-MAX_DIMS = 16
+MAX_DIMS = 64
 
 # (name, C enum constant, itemsize, C storage type, kernel suffix), in code order: the
 # code of a dtype is its position

@@ -304,6 +304,8 @@ static void plan_run_range(const iter_plan *p, int64_t begin, int64_t end, ptl_l
 int ptl_run_pointwise(int ntensors, const ptl_tensor *ts, ptl_loop_fn fn, const ptl_scalar *sc) {
     if (ntensors < 1 || ntensors > 8) return PTL_ERR_ARG;
     if (ts[0].ndim < 0 || ts[0].ndim > PTL_MAX_DIMS) return PTL_ERR_NDIM;
+    for (int k = 1; k < ntensors; k++)   /* every operand is described at the output's shape */
+        if (ts[k].ndim != ts[0].ndim) return PTL_ERR_NDIM;
     iter_plan p;
     plan_build(&p, ntensors, ts);
     if (p.numel == 0) return PTL_OK;
@@ -473,8 +475,14 @@ int ptl_fill(const ptl_tensor *t, double d, int64_t i) {
 
 int ptl_set_desc(ptl_tensor *ts, int k, intptr_t data, int dtype, int ndim, const int64_t *sizes,
                  const int64_t *strides) {
-    if (ndim < 0 || ndim > PTL_MAX_DIMS) return PTL_ERR_NDIM;
     ptl_tensor *d = ts + k;
+    if (ndim < 0 || ndim > PTL_MAX_DIMS) {
+        /* a caller that ignores the status still hands kernels a descriptor they refuse
+         * (every kernel checks ndim), never a half-filled one */
+        d->data = NULL;
+        d->ndim = -1;
+        return PTL_ERR_NDIM;
+    }
     d->data = (void *)data;
     d->dtype = dtype;
     d->ndim = ndim;

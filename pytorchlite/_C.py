@@ -40,6 +40,12 @@ except ImportError as e:  # pragma: no cover - an install problem, said plainly
 from pytorchlite.generated import abi as _abi  # noqa: E402
 
 MAX_DIMS = _abi.MAX_DIMS    # the descriptor's dimension limit
+
+# ptl_tensor arrays, uncleared: a descriptor of 64 dims is 1 KiB, and zeroing it on every
+# call cost more than the 16-dim one did in all. Every array is filled by ptl_set_desc (or
+# field by field) before a kernel sees it, and kernels read sizes and strides below ndim
+# only; a refused ptl_set_desc leaves ndim -1, which every kernel rejects.
+new_descriptors = ffi.new_allocator(should_clear_after_alloc=False)
 STATUS = _abi.STATUS        # kernel status code -> (exception name, message)
 _EXCEPTIONS = {"RuntimeError": RuntimeError, "ZeroDivisionError": ZeroDivisionError, "MemoryError": MemoryError,
                "IndexError": IndexError}

@@ -15,10 +15,9 @@ each index tensor is expanded to it; every index value is bounds-checked in C.
 """
 
 from pytorchlite import _dtype as D
-from pytorchlite._C import check, ffi, lib
-from pytorchlite._core import TensorBase as Tensor, broadcast_shapes, empty as _empty, expand_strides, is_contiguous_layout as _is_contiguous, make, numel as _numel, to_dtype
+from pytorchlite._C import MAX_DIMS, check, ffi, lib
+from pytorchlite._core import squeeze_dims, TensorBase as Tensor, broadcast_shapes, empty as _empty, expand_strides, is_contiguous_layout as _is_contiguous, make, numel as _numel, to_dtype
 
-_MAX_DIMS = 16
 _INT64 = D.int64
 
 
@@ -44,12 +43,31 @@ def _torch_name(dtype):
             "bool": "Bool"}[dtype.name]
 
 
+def _without_ones(t):
+    """t without its size-1 dims (a view for the kernels; not recorded by autograd)."""
+    keep = squeeze_dims(t._shape)
+    return make(t._storage, tuple(t._shape[k] for k in keep), tuple(t._stride[k] for k in keep), t._offset,
+                t._dtype)
+
+
 def nonzero_coords(t):
     """The coordinates of t's nonzero elements (in row-major order): int64 [n, t.dim()]."""
     if t._device.type != "cpu":
         raise NotImplementedError(f"nonzero(): no kernel for device '{t._device.type}'")
-    if len(t._shape) > _MAX_DIMS:
-        raise RuntimeError(f"nonzero(): tensors with more than {_MAX_DIMS} dimensions are not supported")
+    nd = len(t._shape)
+    if nd > MAX_DIMS:
+        # PyTorch takes more dims than a descriptor holds: find the elements in t without
+        # its size-1 dims (their coordinate is 0)
+        if 0 in t._shape:
+            return make(_empty((nd, 0), D.int64, t._device)._storage, (0, nd), (1, 0), 0, D.int64)
+        keep = squeeze_dims(t._shape)
+        sq = nonzero_coords(_without_ones(t))
+        n = sq._shape[0]
+        coords = _empty((nd, n), D.int64, t._device)
+        c = coords._numpy_view()
+        c[...] = 0
+        c[keep] = sq._numpy_view().T
+        return make(coords._storage, (n, nd), (1, n), 0, D.int64)
     d = ffi.new("ptl_tensor *")
     _desc(d, t, t._shape, t._stride)
     count = ffi.new("int64_t *")
@@ -81,6 +99,18 @@ def _expand_masks(src, indices):
                 if pos + j >= len(src._shape) or m._shape[j] != src._shape[pos + j]:
                     raise IndexError(f"The shape of the mask {list(m._shape)} at index {j} does not match the shape "
                                      f"of the indexed tensor {list(src._shape)} at index {pos + j}")
+            if k > MAX_DIMS:
+                # more coordinates than a kernel takes: the mask's size-1 dims select
+                # nothing, so drop them from the mask and from src (a view: setitem writes
+                # through it)
+                drop = {pos + j for j in range(k) if m._shape[j] == 1}
+                keep = [d for d in range(len(src._shape)) if d not in drop]
+                src = make(src._storage, tuple(src._shape[d] for d in keep), tuple(src._stride[d] for d in keep),
+                           src._offset, src._dtype, src._vc)
+                m = _without_ones(m)
+                k = len(m._shape)
+                if k > MAX_DIMS:     # (only with size-0 dims: nothing is selected)
+                    raise RuntimeError(f"only tensors with up to {MAX_DIMS} dims are supported")
             if len(only) == 1 and k:
                 merged = _merge_dims(src, pos, k)
                 if merged is not None:
@@ -119,8 +149,10 @@ def _flat_positions(m):
     """int64 [n]: the row-major positions of the True elements of bool mask m."""
     if m._device.type != "cpu":
         raise NotImplementedError(f"index(): boolean masks have no kernel for device '{m._device.type}'")
-    if len(m._shape) > _MAX_DIMS:
-        raise RuntimeError(f"index(): masks with more than {_MAX_DIMS} dimensions are not supported")
+    if len(m._shape) > MAX_DIMS:
+        if 0 in m._shape:
+            return _empty((0,), D.int64, m._device)
+        m = _without_ones(m)       # the same elements in the same row-major order
     d = ffi.new("ptl_tensor *")
     _desc(d, m, m._shape, m._stride)
     count = ffi.new("int64_t *")
@@ -211,23 +243,39 @@ def _bstrides(ix, bshape):
 
 def _plan(t, p0, idx, bshape):
     """What both kernels take: the result shape, descriptors [slot for the other
-    operand, t restrided to the result, the index tensors], and one int64 array
-    [isize * k, istride * k, bad value, bad index]."""
+    operand, t restrided to the result, the index tensors], one int64 array
+    [isize * k, istride * k, bad value, bad index], and the dims of the result the
+    descriptors keep (None: all of them; see _at)."""
     k = len(idx)
     shape, stride = t._shape, t._stride
     pre = shape[:p0]
     out_shape = tuple(pre) + tuple(bshape) + tuple(shape[p0 + k:])
-    if len(out_shape) > _MAX_DIMS:
-        raise RuntimeError(f"index: results with more than {_MAX_DIMS} dimensions are not supported")
     nb = len(bshape)
-    descs = _new("ptl_tensor[]", k + 2)
-    _desc(descs[1], t, out_shape, tuple(stride[:p0]) + (0,) * nb + tuple(stride[p0 + k:]))
     lead = [0] * len(pre)
     trail = [0] * (len(out_shape) - len(pre) - nb)
+    strides = [tuple(stride[:p0]) + (0,) * nb + tuple(stride[p0 + k:])] + \
+        [lead + _bstrides(ix, bshape) + trail for ix in idx]
+    keep, kshape = None, out_shape
+    if len(out_shape) > MAX_DIMS:
+        if not _numel(out_shape):
+            return out_shape, None, None, None      # (the callers stop there)
+        # the kernels are elementwise over the result: they run without its size-1 dims
+        keep = squeeze_dims(out_shape)
+        kshape, strides = tuple(out_shape[d] for d in keep), [[st[d] for d in keep] for st in strides]
+    descs = _new("ptl_tensor[]", k + 2)
+    _desc(descs[1], t, kshape, strides[0])
     for j, ix in enumerate(idx):
-        _desc(descs[2 + j], ix, out_shape, lead + _bstrides(ix, bshape) + trail)
+        _desc(descs[2 + j], ix, kshape, strides[1 + j])
     ints = _new("int64_t[]", [shape[p0 + j] for j in range(k)] + [stride[p0 + j] for j in range(k)] + [0, 0])
-    return out_shape, descs, ints
+    return out_shape, descs, ints, keep
+
+
+def _at(keep, shape, stride):
+    """(shape, stride) as the descriptors of _plan see the result: without the dims it
+    dropped."""
+    if keep is None:
+        return shape, stride
+    return tuple(shape[d] for d in keep), tuple(stride[d] for d in keep)
 
 
 def _out_of_bounds(value, k, size):
@@ -238,12 +286,12 @@ def gather(src, p0, idx, bshape, error=_out_of_bounds):
     """out[..., b, ...] = src[..., idx_0[b], idx_1[b], ..., ...] (dims p0.. indexed)."""
     if src._device.type != "cpu":
         raise NotImplementedError(f"index(): advanced indexing has no kernel for device '{src._device.type}'")
-    out_shape, descs, ints = _plan(src, p0, idx, bshape)
+    out_shape, descs, ints, keep = _plan(src, p0, idx, bshape)
     out = _empty(out_shape, src._dtype, src._device)
     if _numel(out_shape) == 0:
         return out
     k = len(idx)
-    _desc(descs[0], out, out_shape, out._stride)
+    _desc(descs[0], out, *_at(keep, out_shape, out._stride))
     status = lib.ptl_index_gather(descs, descs + 1, k, descs + 2, ints, ints + k, ints + 2 * k)
     if status == 5:
         bad = ints[2 * k + 1]
@@ -257,12 +305,12 @@ def scatter(dst, p0, idx, bshape, values, accumulate):
     dtype and broadcasts to the result shape (checked by the caller)."""
     if dst._device.type != "cpu":
         raise NotImplementedError(f"index_put_(): advanced indexing has no kernel for device '{dst._device.type}'")
-    out_shape, descs, ints = _plan(dst, p0, idx, bshape)
+    out_shape, descs, ints, keep = _plan(dst, p0, idx, bshape)
     if _numel(out_shape) == 0:
         return
     k = len(idx)
-    _desc(descs[0], values, out_shape, values._stride if values._shape == out_shape else
-          expand_strides(values, out_shape))
+    _desc(descs[0], values, *_at(keep, out_shape, values._stride if values._shape == out_shape else
+                                  expand_strides(values, out_shape)))
     status = lib.ptl_index_scatter(descs + 1, descs, k, descs + 2, ints, ints + k, 1 if accumulate else 0,
                                    ints + 2 * k)
     if status == 5:

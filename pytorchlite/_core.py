@@ -12,7 +12,7 @@ bindings tests `isinstance(x, TensorBase)`.
 """
 
 from pytorchlite import _backends
-from pytorchlite._C import MAX_DIMS, check, ffi, lib
+from pytorchlite._C import MAX_DIMS, check, ffi, lib, new_descriptors as _new_descs
 from pytorchlite._device import CPU
 from pytorchlite._storage import Storage
 
@@ -252,19 +252,50 @@ def addr(t):
 # --- descriptors and scalars for the C kernels --------------------------------------------
 
 def check_ndim(op, ndim):
+    """PyTorch's error for an operator that takes a list of dims (a reduction's `dim`,
+    `flip`, ...): it keeps them in a 64-bit mask (at::dim_list_to_bitset), so it refuses
+    tensors of more than 64 dims even where the result would be small."""
     if ndim > MAX_DIMS:
-        raise RuntimeError(f"{op}(): tensors with more than {MAX_DIMS} dimensions are not supported (got {ndim})")
+        raise RuntimeError(f"only tensors with up to {MAX_DIMS} dims are supported")
+
+
+def elementwise_geometry(shape, strides, keep=None):
+    """(shape, [strides of each operand]) with the size-1 dims dropped when there are more
+    than a descriptor holds: an elementwise kernel visits the same elements in the same
+    order without them. A tensor of more than 64 dims always fits afterwards: its
+    element count fits int64, so at most 63 of its dims are larger than 1 (or one is 0,
+    and then there is nothing to visit: one dim of size 0 says so). Dim `keep` (a kernel's
+    `dim`) stays; squeeze_dims gives its new position."""
+    if len(shape) <= MAX_DIMS:
+        return shape, strides
+    if 0 in shape and keep is None:
+        return (0,), [(0,) for _ in strides]
+    dims = squeeze_dims(shape, keep)
+    return tuple(shape[d] for d in dims), [tuple(st[d] for d in dims) for st in strides]
+
+
+def squeeze_dims(shape, keep=None):
+    """The dims elementwise_geometry keeps: those larger than 1, and `keep`."""
+    return [d for d, s in enumerate(shape) if s != 1 or d == keep]
 
 
 def descriptors(tensors, shape):
-    """A ptl_tensor array describing every tensor viewed at `shape` (expanded as needed)."""
-    descs = _new_c("ptl_tensor[]", len(tensors))
+    """A ptl_tensor array describing every tensor viewed at `shape` (expanded as needed),
+    for elementwise kernels (pointwise, copy, fill, random): beyond the descriptor's limit
+    the size-1 dims are dropped (elementwise_geometry)."""
+    descs = _new_descs("ptl_tensor[]", len(tensors))
     nd = len(shape)
+    if nd > MAX_DIMS:
+        shape, strides = elementwise_geometry(
+            shape, [t._stride if t._shape == shape else expand_strides(t, shape) for t in tensors])
+        for k, t in enumerate(tensors):
+            check(_set_desc(descs, k, t._storage.ptr + t._offset * t._dtype.itemsize, t._dtype.code, len(shape),
+                            shape, strides[k]), "")
+        return descs
     # one C call per tensor (ptl_set_desc) instead of a cffi write per field: half the cost
     for k, t in enumerate(tensors):
-        if _set_desc(descs, k, t._storage.ptr + t._offset * t._dtype.itemsize, t._dtype.code, nd, shape,
-                     t._stride if t._shape == shape else expand_strides(t, shape)):
-            check_ndim("", nd)
+        _set_desc(descs, k, t._storage.ptr + t._offset * t._dtype.itemsize, t._dtype.code, nd, shape,
+                  t._stride if t._shape == shape else expand_strides(t, shape))
     return descs
 
 
@@ -293,9 +324,7 @@ def copy_into(dst, src):
     if dst._device is not CPU or src._device is not CPU:
         other = dst._device if dst._device.type != "cpu" else src._device
         return _backends.get(other.type).copy(dst, src)
-    shape = dst._shape
-    check_ndim("copy_", len(shape))
-    check(lib.ptl_copy(descriptors((dst, src), shape)), "copy_")
+    check(lib.ptl_copy(descriptors((dst, src), dst._shape)), "copy_")
 
 
 def to_dtype(t, dtype):

@@ -18,12 +18,13 @@ The helpers below are what the generated impls call.
 """
 
 from pytorchlite import _backends
-from pytorchlite._C import check, ffi, lib
+from pytorchlite._C import check, ffi, lib, new_descriptors
 from pytorchlite._core import (
-    TensorBase, addr, contiguous_strides, copy_into, empty, fill, make, numel, to_dtype,
+    TensorBase, addr, check_ndim, contiguous_strides, copy_into, empty, fill, make, numel, to_dtype,
 )
 
 _new = ffi.new
+_new_descs = new_descriptors
 _object_new = object.__new__
 _set_desc = lib.ptl_set_desc
 _NULL = ffi.NULL
@@ -159,7 +160,7 @@ def finish(t, spec):
 
 def descriptors(n):
     """A ptl_tensor[n] array for the descriptor parameters of one call."""
-    return _new("ptl_tensor[]", n)
+    return _new_descs("ptl_tensor[]", n)
 
 
 def describe(descs, k, t, spec=None):
@@ -175,6 +176,7 @@ def describe(descs, k, t, spec=None):
     status = _set_desc(descs, k, t._storage.ptr + t._offset * t._dtype.itemsize, t._dtype.code, len(shape), shape,
                        stride)
     if status:
+        check_ndim("", len(shape))     # PyTorch's message for more than 64 dims
         check(status, "descriptor")
     return descs + k
 

@@ -25,6 +25,13 @@ from pytorchlite.generated import functions as _F
 from pytorchlite.generated.functions import TensorMethods
 
 
+def _nest(values, shape):
+    """Nested lists of `shape` holding the next values of the iterator `values`."""
+    if not shape:
+        return next(values)
+    return [_nest(values, shape[1:]) for _ in range(shape[0])]
+
+
 class Tensor(TensorBase, TensorMethods):
     """A tensor: TensorBase's metadata (pytorchlite/_core.py), the Python API below, and
     every method and Python operator generated from ops.yaml (TensorMethods)."""
@@ -126,6 +133,9 @@ class Tensor(TensorBase, TensorMethods):
         return self.cpu()._numpy_view() if self._device.type != "cpu" else self._numpy_view()
 
     def tolist(self):
+        if len(self._shape) > 64:
+            # NumPy stops at 64 dims, PyTorch does not: the values in order, then nested
+            return _nest(iter(self.reshape(-1).tolist()), self._shape)
         a = self._values_f64()
         if self._dtype is D.bfloat16 or self._dtype is D.float16:
             a = a.astype(np.float64)
@@ -179,7 +189,10 @@ class Tensor(TensorBase, TensorMethods):
         raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a {type(element)}.")
 
     def __repr__(self, *, tensor_contents=None):
-        vals = self.detach()._values_f64()
+        if len(self._shape) > 64:     # more dims than NumPy takes: its values without the size-1 dims
+            vals = _tensor_str.DeepValues(self.detach().reshape(-1)._values_f64(), self._shape)
+        else:
+            vals = self.detach()._values_f64()
         dev = None if self._device.type == "cpu" else str(self._device)
         gf = self._grad_fn
         return _tensor_str.format_tensor(

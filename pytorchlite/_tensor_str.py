@@ -164,6 +164,32 @@ class _Formatter:
         return text.rjust(self.width)
 
 
+class DeepValues:
+    """The values of a tensor of more dims than NumPy's 64, for the formatter: `arr` holds
+    them in row-major order (any shape; kept without the size-1 dims) and `shape` is the
+    tensor's.
+    Indexing peels one dim, as on an array, and gives a NumPy array once few enough dims
+    are left."""
+
+    def __init__(self, arr, shape):
+        self.arr, self.shape = arr.reshape([n for n in shape if n != 1]), tuple(shape)
+        self.ndim = len(self.shape)
+        self.size = arr.size
+
+    def reshape(self, _flat):
+        return self.arr.reshape(-1)
+
+    def astype(self, dtype, copy=False):
+        return DeepValues(self.arr.astype(dtype, copy=copy), self.shape)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):          # values[:0]: the summary of zero edge items
+            return self.arr.reshape(-1)[i] if i.stop == 0 else self.arr.reshape(-1)
+        sub = self.shape[1:]
+        arr = self.arr if self.shape[0] == 1 else self.arr[i]
+        return arr.reshape(sub) if len(sub) <= 64 else DeepValues(arr, sub)
+
+
 def _kept_indices(length, summarize, edgeitems):
     """Indices of a dimension that remain visible, and whether '...' is shown."""
     if summarize and length > 2 * edgeitems:
@@ -270,7 +296,10 @@ def format_tensor(values, *, dtype_name, default_float_name, default_int_name="i
     """
     if dtype_name not in _NUMPY_DTYPES:
         raise ValueError(f"format_tensor(): unsupported dtype {dtype_name!r}")
-    values = np.asarray(values).astype(_NUMPY_DTYPES[dtype_name], copy=False)
+    if isinstance(values, DeepValues):
+        values = values.astype(_NUMPY_DTYPES[dtype_name])
+    else:
+        values = np.asarray(values).astype(_NUMPY_DTYPES[dtype_name], copy=False)
     if shape is not None:
         values = values.reshape(tuple(shape))
     opts = dataclasses.replace(_OPTIONS)  # one consistent snapshot

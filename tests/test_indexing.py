@@ -453,11 +453,15 @@ def test_zero_dim_masks_in_index_put():
     assert y.tolist() == [[5., 5., 5.], [0., 0., 0.]]
 
 
-def test_many_dims_are_refused_by_kernels_not_crashes():
-    v = pytorchlite.zeros(2, 3).view([1] * 18 + [6])      # metadata only: allowed, as in PyTorch
-    assert v.dim() == 19
-    with pytest.raises(RuntimeError, match="more than 16 dimensions"):
-        v[[0]]
+def test_many_dims_index_up_to_and_beyond_the_descriptor_limit():
+    v = pytorchlite.arange(6.).view([1] * 63 + [6])      # 64 dims: the kernels take them
+    assert v[[0]].dim() == 64 and v[..., [5, 0]].tolist() == pytorchlite.tensor([5., 0.]).view(
+        [1] * 63 + [2]).tolist()
+    w = pytorchlite.arange(6.).view([1] * 65 + [6])       # beyond the descriptors' 64 dims
+    assert w.dim() == 66
+    assert w[[0]].dim() == 66 and w[..., [4, 1]].reshape(-1).tolist() == [4., 1.]
+    w[..., [4, 1]] = -1.0
+    assert w.reshape(-1).tolist() == [0., -1., 2., 3., -1., 5.]
 
 
 def test_out_of_range_indices_fuzz_matches_numpy():

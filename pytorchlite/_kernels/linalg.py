@@ -426,14 +426,22 @@ def matmul_meta(self, other):
     _check_same_scalar_type(self, other)
     if self._dtype is D.bool:
         raise _not_implemented("bmm", self._dtype)
-    if len(batch) + 2 > MAX_DIMS:
-        raise RuntimeError(f"matmul(): tensors with more than {MAX_DIMS} dimensions are not supported")
     a = self if d1 > 1 else _view(self, (1, m1), (0, self._stride[0]))
     b = other if d2 > 1 else _view(other, (m2, 1), (other._stride[0], 0))
-    a = _view(a, batch + [n, m1], _expand_strides(a._shape, a._stride, batch + [n, m1]))
-    b = _view(b, batch + [m2, p], _expand_strides(b._shape, b._stride, batch + [m2, p]))
+    a_st = _expand_strides(a._shape, a._stride, batch + [n, m1])
+    b_st = _expand_strides(b._shape, b._stride, batch + [m2, p])
+    kbatch = batch
+    if len(batch) + 2 > MAX_DIMS:
+        # more batch dims than a descriptor holds: the size-1 ones select nothing, so the
+        # kernel runs without them (at most 62 batch dims are larger than 1)
+        keep = [k for k, s in enumerate(batch) if s != 1] if nbatch else []
+        kbatch = [batch[k] for k in keep] if nbatch else [0]
+        a_st = [a_st[k] for k in keep] + list(a_st[-2:]) if nbatch else [0] + list(a_st[-2:])
+        b_st = [b_st[k] for k in keep] + list(b_st[-2:]) if nbatch else [0] + list(b_st[-2:])
+    a = _view(a, kbatch + [n, m1], a_st)
+    b = _view(b, kbatch + [m2, p], b_st)
     # the kernel writes (*batch, n, p); a 1-D operand's dimension is then dropped
-    kernel_shape = tuple(batch + [n, p])
+    kernel_shape = tuple(kbatch + [n, p])
     shape = tuple(batch + ([n] if d1 > 1 else []) + ([p] if d2 > 1 else []))
     spec = (shape, self._dtype) if shape == kernel_shape else (shape, self._dtype, kernel_shape)
     return meta_of((spec,), {"self": a, "other": b}, None)

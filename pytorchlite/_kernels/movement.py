@@ -13,9 +13,9 @@ from array import array as _array
 import numpy as _np
 
 from pytorchlite import _dtype as D
-from pytorchlite._C import check, ffi, lib
+from pytorchlite._C import MAX_DIMS, check, ffi, lib
 from pytorchlite._argparse import wrap_dim
-from pytorchlite._core import empty as _empty, scalar_pair as _scalar_arg, copy_into, scalar_tensor, to_dtype
+from pytorchlite._core import check_ndim, descriptors as _descriptors, elementwise_geometry, squeeze_dims, empty as _empty, scalar_pair as _scalar_arg, copy_into, scalar_tensor, to_dtype
 from pytorchlite._core import TensorBase as Tensor, broadcast_shapes, contiguous_strides, make, numel as _numel, overlaps as _overlaps, self_overlapping as _self_overlapping
 from pytorchlite._views import make_view
 
@@ -33,7 +33,7 @@ def _desc_array(entries):
     descs = _new("ptl_tensor[]", len(entries))
     for k, (t, shape, stride) in enumerate(entries):
         if _set_desc(descs, k, _ptr(t), t._dtype.code, len(shape), shape, stride):
-            raise RuntimeError(f"tensors with more than 16 dimensions are not supported (got {len(shape)})")
+            check_ndim("", len(shape))
     return descs
 
 
@@ -200,7 +200,10 @@ def _gather_into(op, out, src, d, index, wrap=False):
     st = _restrided(src, ishape, d)
     dsize = src._shape[d] if src._shape else 1
     dstride = src._stride[d] if src._shape else 0
-    descs = _desc_array([(out, ishape, out._stride), (src, ishape, st), (index, ishape, index._stride)])
+    ost, ist = out._stride, index._stride
+    if len(ishape) > MAX_DIMS:      # the kernel is elementwise over ishape: drop its size-1 dims
+        ishape, (ost, st, ist) = elementwise_geometry(ishape, [ost, st, ist])
+    descs = _desc_array([(out, ishape, ost), (src, ishape, st), (index, ishape, ist)])
     bad = _new("int64_t[2]")
     status = lib.ptl_gather(descs, dsize, dstride, 1 if wrap else 0, bad)
     if status == 5:
@@ -250,8 +253,12 @@ def _scatter_into(op, dst, d, index, src, code, wrap=False, precheck=False):
     dsize = dst._shape[d]
     dstride = dst._stride[d]
     src_st = list(src._stride) if src._shape else [0] * len(ishape)
-    descs = _desc_array([(dst, ishape, _restrided(dst, ishape, d)), (src, ishape, src_st),
-                         (index, ishape, index._stride)])
+    dst_st, ist = _restrided(dst, ishape, d), index._stride
+    if len(ishape) > MAX_DIMS:      # drop the size-1 dims but d (the kernel plans its threads by d)
+        nd = d
+        d = squeeze_dims(ishape, d).index(d)
+        ishape, (dst_st, src_st, ist) = elementwise_geometry(ishape, [dst_st, src_st, ist], nd)
+    descs = _desc_array([(dst, ishape, dst_st), (src, ishape, src_st), (index, ishape, ist)])
     bad = _new("int64_t[2]")
     # Into a fresh tensor (dropped on error) indices are checked as they are used, with no
     # pass of their own; into a live one (precheck) all of them before anything is written.
@@ -382,7 +389,7 @@ def scatter_reduce(self, dim, index, src, reduce, include_self=True):
                            f"{self._shape[d] if self._shape else 1}")
     if reduce == "mean":
         count = _empty(self._shape, self._dtype if self._dtype is not D.bool else D.int64, self._device)
-        lib.ptl_fill(_desc_array([(count, count._shape, count._stride)]), *_scalar_arg(1 if include_self else 0))
+        lib.ptl_fill(_descriptors((count,), count._shape), *_scalar_arg(1 if include_self else 0))
         ones = scalar_tensor(1, count._dtype, self._device)
         _scatter_into("scatter_reduce", count, d, idx, ones, 1)
         count = count.masked_fill(count == 0, 1)
@@ -605,6 +612,7 @@ def _dims_list(op, dims, nd):
 
 def flip(self, dims):
     nd = len(self._shape)
+    check_ndim("flip", nd)     # PyTorch keeps the flipped dims in a 64-bit mask
     ds = _dims_list("flip", dims, nd)
     out = _empty(self._shape, self._dtype, self._device)
     if not _numel(self._shape):
@@ -644,7 +652,7 @@ def diag_embed(self, offset=0, dim1=-2, dim2=-1):
         else:
             shape.append(rest.pop(0))
     out = _empty(tuple(shape), self._dtype, self._device)
-    lib.ptl_fill(_desc_array([(out, out._shape, out._stride)]), 0.0, 0)
+    lib.ptl_fill(_descriptors((out,), out._shape), 0.0, 0)
     if not _numel(out._shape):
         return out
     from pytorchlite._kernels.views import diagonal
@@ -657,7 +665,7 @@ def diag(self, diagonal=0):
     if nd == 1:
         n = self._shape[0] + abs(diagonal)
         out = _empty((n, n), self._dtype, self._device)
-        lib.ptl_fill(_desc_array([(out, out._shape, out._stride)]), 0.0, 0)
+        lib.ptl_fill(_descriptors((out,), out._shape), 0.0, 0)
         if n:
             from pytorchlite._kernels.views import diagonal as diag_view
             copy_into(diag_view(out, diagonal, 0, 1), self)
@@ -758,7 +766,7 @@ def pad(self, pad, mode="constant", value=None):
         out = _empty(tuple(shape), self._dtype, self._device)
         v = 0 if value is None else value
         if _numel(out._shape):
-            lib.ptl_fill(_desc_array([(out, out._shape, out._stride)]), *_scalar_arg(v))
+            lib.ptl_fill(_descriptors((out,), out._shape), *_scalar_arg(v))
         # the part of self that survives (negative pads crop) into its place in out
         from pytorchlite._kernels.views import narrow
         dst, src = out, self

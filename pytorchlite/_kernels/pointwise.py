@@ -11,7 +11,7 @@ hands descriptors to the generated C entry. Two paths:
 """
 
 from pytorchlite import _dtype as D
-from pytorchlite._C import check, ffi, lib
+from pytorchlite._C import MAX_DIMS, check, ffi, lib, new_descriptors as _new_desc_array
 from pytorchlite._argparse import PARTIAL as _PARTIAL, check_write as _check_write, common_device as _common_device
 from pytorchlite._device import CPU as _CPU
 from pytorchlite._promotion import result_type_of
@@ -180,8 +180,8 @@ _GEOMETRY = {}
 def _geometry(key, tensors):
     shape = broadcast_shapes("", [t._shape for t in tensors])   # (a mismatch raises in the caller's try)
     nd = len(shape)
-    if nd > 16:
-        return None
+    if nd > MAX_DIMS:
+        return None       # the general path drops size-1 dims to fit a descriptor
     out_strides = contiguous_strides(shape)
     geo = (shape, _numel(shape), out_strides, _new_descs("int64_t[]", shape or [0]),
            [_new_descs("int64_t[]", out_strides or [0])] +
@@ -227,7 +227,7 @@ def _run_strided(op, operands, scalars):
     shape, n, out_strides, shape_arr, strides = geo
     st = _alloc(n * out_dt.itemsize, _CPU)
     res = make(st, shape, out_strides, 0, out_dt, None, True)
-    descs = _new_descs("ptl_tensor[]", len(operands) + 1)
+    descs = _new_desc_array("ptl_tensor[]", len(operands) + 1)
     nd = len(shape)
     _set_desc(descs, 0, st.ptr, out_dt.code, nd, shape_arr, strides[0])
     item = dt.itemsize
@@ -319,8 +319,6 @@ def _run_general(op, operands, scalars, out, inplace):
         return _backends.get(device.type).pointwise(op, op.entry(device.type), operands, scalars, out, inplace,
                                                     common, out_dt, device)
     shape = broadcast_shapes(op.name, [t._shape for t in tensors]) if tensors else ()
-    if len(shape) > 16:
-        raise RuntimeError(f"{op.name}(): tensors with more than 16 dimensions are not supported")
 
     # ---- integer division by zero raises, as on PyTorch's CPU ---------------------------
     # (only when something is computed: an empty result divides nothing)

@@ -73,8 +73,6 @@ def _check_writable(op, self):
         if s == 0 and n > 1:
             raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                                "single memory location. Please clone() the tensor before performing the operation.")
-    if len(self._shape) > 16:
-        raise RuntimeError(f"{op}(): tensors with more than 16 dimensions are not supported")
 
 
 def _desc(t, shape=None):

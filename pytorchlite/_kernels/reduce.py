@@ -15,8 +15,8 @@ import warnings
 
 from pytorchlite import _dtype as D
 from pytorchlite._argparse import wrap_dim
-from pytorchlite._C import check, ffi, lib
-from pytorchlite._core import copy_into, to_dtype
+from pytorchlite._C import MAX_DIMS, check, ffi, lib, new_descriptors as _new_descs
+from pytorchlite._core import check_ndim, copy_into, to_dtype
 from pytorchlite._storage import Storage
 from pytorchlite._device import CPU as _CPU
 from pytorchlite._core import contiguous_strides, make, numel as _numel
@@ -76,16 +76,32 @@ def _new_tensor(shape, dtype, device):
 def _check_cpu(op, x):
     if x._device.type != "cpu":
         raise NotImplementedError(f"{op}(): no kernel for device '{x._device.type}'")
-    if len(x._shape) > 16:
-        raise RuntimeError(f"{op}(): tensors with more than 16 dimensions are not supported")
+
+
+def _squeezed(x):
+    """x without its size-1 dims (a view): what a full reduction of a tensor of more than
+    MAX_DIMS dims reduces (at most 63 dims are larger than 1 when the element count fits
+    int64; with a size-0 dim, one dim of size 0)."""
+    if 0 in x._shape:
+        return make(x._storage, (0,), (1,), x._offset, x._dtype, None, True)
+    keep = [d for d, n in enumerate(x._shape) if n != 1]
+    return make(x._storage, tuple(x._shape[d] for d in keep), tuple(x._stride[d] for d in keep), x._offset,
+                x._dtype, None, None)
 
 
 def _launch(code, op, x, dims, keepdim, out_dtype, arg=0.0, aux_dtype=None, aux_in=None):
     """Run ptl_reduce; returns the result (and the aux output when aux_dtype is given)."""
     shape = x._shape
     nd = len(shape)
-    if x._device is not _CPU or nd > 16:
+    if x._device is not _CPU or nd > MAX_DIMS:
         _check_cpu(op, x)
+        if nd > MAX_DIMS:
+            # PyTorch reduces every dim of such a tensor (dim=None) but keeps an explicit
+            # dim list, and keepdim's, in a 64-bit mask and refuses it
+            if len(dims) != nd or keepdim or aux_in is not None:
+                check_ndim(op, nd)
+            xs = _squeezed(x)
+            return _launch(code, op, xs, tuple(range(len(xs._shape))), False, out_dtype, arg, aux_dtype)
     if len(dims) == nd:     # every dim reduced (the common `x.sum()`): no per-dim work
         kshape = kstride = (1,) * nd
         fshape = kshape if keepdim else ()
@@ -104,7 +120,7 @@ def _launch(code, op, x, dims, keepdim, out_dtype, arg=0.0, aux_dtype=None, aux_
     aux = aux_in
     if aux_dtype is not None:
         aux = _new_tensor(fshape, aux_dtype, x._device)
-    descs = _new("ptl_tensor[3]")   # one allocation for input, output and aux
+    descs = _new_descs("ptl_tensor[3]")   # one allocation for input, output and aux
     # one C call per descriptor (ptl_set_desc) instead of a cffi write per field
     _set_desc(descs, 0, x._storage.ptr + x._offset * x._dtype.itemsize, x._dtype.code, nd, shape, x._stride)
     _set_desc(descs, 1, out._storage.ptr, out_dtype.code, nd, kshape, kstride)
@@ -323,11 +339,13 @@ def std_mean(self, dim=None, unbiased=None, keepdim=False, correction=None):
 def all(self, dim=None, keepdim=False):
     # all(dim=()) reduces nothing (each element is tested on its own), as in PyTorch
     odt = D.uint8 if self._dtype is D.uint8 else _BOOL
+    check_ndim("all", len(self._shape))    # PyTorch keeps even dim=None in its 64-bit mask here
     return _launch(R_ALL, "all", self, _dims("all", self, dim, empty_means_all=False), keepdim, odt)
 
 
 def any(self, dim=None, keepdim=False):
     odt = D.uint8 if self._dtype is D.uint8 else _BOOL
+    check_ndim("any", len(self._shape))    # PyTorch keeps even dim=None in its 64-bit mask here
     return _launch(R_ANY, "any", self, _dims("any", self, dim, empty_means_all=False), keepdim, odt)
 
 

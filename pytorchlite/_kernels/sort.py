@@ -15,9 +15,9 @@ from pytorchlite import _dtype as D
 from pytorchlite import _structured as S
 from pytorchlite import return_types
 from pytorchlite._argparse import wrap_dim
-from pytorchlite._C import check, ffi, lib
+from pytorchlite._C import MAX_DIMS, check, ffi, lib
 from pytorchlite._core import TensorBase as Tensor
-from pytorchlite._core import empty, make, scalar_tensor, to_dtype
+from pytorchlite._core import check_ndim, empty, make, scalar_tensor, squeeze_dims, to_dtype
 from pytorchlite._core import numel as _numel
 from pytorchlite._kernels.copy import clone
 from pytorchlite._kernels.reduce import _flat
@@ -42,13 +42,39 @@ def _sort_dim(op, x, dim):
     return d
 
 
+def _along(x, d, outputs, **values):
+    """Meta for a kernel that works along dim d and writes outputs of x's shape (sort,
+    scans). PyTorch takes tensors of more than 64 dims there; the kernel sees x without its
+    size-1 dims other than d (at most 63 others are larger than 1), and the outputs are
+    written at that shape and returned at x's."""
+    if len(x._shape) <= MAX_DIMS:
+        return Meta(*outputs, inputs={"self": x}, d=d, **values)
+    xs, dims = _squeezed(x, d)
+    return Meta(*((shape, dt, tuple(shape[k] for k in dims)) for shape, dt in outputs), inputs={"self": xs},
+                d=dims.index(d), **values)
+
+
+def _squeezed(x, d):
+    """x without its size-1 dims other than d (a view), and the dims it keeps."""
+    dims = squeeze_dims(x._shape, d)
+    check_ndim("", len(dims))      # (more only with a size-0 dim; callers return early on those)
+    return make(x._storage, tuple(x._shape[k] for k in dims), tuple(x._stride[k] for k in dims), x._offset,
+                x._dtype, None, None), dims
+
+
 def sort_meta(self, dim=-1, descending=False, stable=False):
     # the kernel's sort is always stable, so stable=False gives one valid order of ties
-    return Meta((self._shape, self._dtype), (self._shape, _I64), d=_sort_dim("sort", self, dim))
+    d = _sort_dim("sort", self, dim)
+    if len(self._shape) > MAX_DIMS:
+        return _along(self, d, ((self._shape, self._dtype), (self._shape, _I64)))
+    return Meta((self._shape, self._dtype), (self._shape, _I64), d=d)
 
 
 def argsort_meta(self, dim=-1, descending=False, stable=False):
-    return Meta((self._shape, _I64), d=_sort_dim("argsort", self, dim))
+    d = _sort_dim("argsort", self, dim)
+    if len(self._shape) > MAX_DIMS:
+        return _along(self, d, ((self._shape, _I64),))
+    return Meta((self._shape, _I64), d=d)
 
 
 # --- topk and selections -----------------------------------------------------------------------
@@ -65,6 +91,8 @@ def topk_meta(self, k, dim=-1, largest=True, sorted=True):
         from pytorchlite._kernels.factories import zeros
         return Done(return_types.topk(clone(self), zeros((), _I64, None, self._device)))
     oshape = shape[:d] + (k,) + shape[d + 1:]
+    if len(shape) > MAX_DIMS:
+        return _along(self, d, ((oshape, self._dtype), (oshape, _I64)))
     return Meta((oshape, self._dtype), (oshape, _I64), d=d)
 
 
@@ -74,6 +102,12 @@ def _selection(x, d, keepdim, code, index=0):
     drops unless keepdim."""
     shape = x._shape
     kshape = shape[:d] + (1,) + shape[d + 1:] if shape else ()
+    if len(shape) > MAX_DIMS:     # (as _along: the kernel sees x without its other size-1 dims)
+        xs, dims = _squeezed(x, d)
+        ks = tuple(kshape[k] for k in dims)
+        oshape = kshape if keepdim else shape[:d] + shape[d + 1:]
+        return Meta((oshape, x._dtype, ks), (oshape, _I64, ks), inputs={"self": xs}, code=code,
+                    d=dims.index(d), index=index)
     if keepdim or not shape:
         return Meta((kshape, x._dtype), (kshape, _I64), code=code, d=d, index=index)
     oshape = shape[:d] + shape[d + 1:]
@@ -145,7 +179,7 @@ def _scan_meta(op, code, self, dim, dtype=None, indices=False):
     if _numel(x._shape) == 0:   # nothing to scan (the kernel takes no empty rows)
         results = tuple(empty(shape, dt, x._device) for shape, dt in outputs)
         return Done(getattr(return_types, op)(*results) if indices else results[0])
-    return Meta(*outputs, inputs={"self": x}, code=code, d=d)
+    return _along(x, d, outputs, code=code)
 
 
 def cumsum_meta(self, dim, dtype=None):

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from pytorchlite._C import MAX_DIMS as _MAX_DIMS
 from pytorchlite._ops import ops as _F
 from pytorchlite._core import TensorBase as Tensor, broadcast_shapes, contiguous_strides
 from pytorchlite.autograd import _views
@@ -171,7 +172,7 @@ def minmax_backward(grad, self, dim, keepdim, values, indices):
     g = grad if keepdim or not shape else grad.unsqueeze(d)
     if not shape:
         return g
-    return _views.index_scatter_add(g, shape, _along_dim_entries(shape, d, idx))
+    return _scatter_along(g, shape, d, idx)
 
 
 def _along_dim_entries(shape, d, idx):
@@ -687,6 +688,10 @@ __all__ += ["cat_backward", "gather_backward", "scatter_self_backward", "scatter
 
 def _scatter_along(grad, shape, d, indices):
     """Zeros of `shape` with grad added at `indices` along dim d (scatter_add), differentiable."""
+    if len(shape) > _MAX_DIMS:
+        # one index tensor per dim is more than the index kernel takes: scatter_add along
+        # d adds at the same positions
+        return _F.zeros(tuple(shape), dtype=grad.dtype, device=grad.device).scatter_add(d, indices, grad)
     return _views.index_scatter_add(grad, shape, _along_dim_entries(shape, d, indices))
 
 

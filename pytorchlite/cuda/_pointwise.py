@@ -149,8 +149,6 @@ def run_pointwise(op, operands, scalars, out, inplace, common, out_dt, device):
                     else x for x in operands]
     tensors = [x for x in operands if isinstance(x, Tensor)]
     shape = broadcast_shapes(op.name, [t._shape for t in tensors]) if tensors else ()
-    if len(shape) > _launch.MAX_DIMS:
-        raise RuntimeError(f"{op.name}(): tensors with more than 16 dimensions are not supported")
     if out is not None and not inplace and isinstance(out, Tensor) and out._device != device:
         raise RuntimeError(f"Expected out tensor to have device {device}, but got {out._device} instead")
     ins, target, dest = prepare_operands(op, operands, out, inplace, common, out_dt, device, shape, _scalar_operand)

@@ -85,7 +85,7 @@ def plan(shape, in_strides, dims, out_strides=None, aux_strides=None):
     contiguous there. Returns None when there is no output element."""
     nd = len(shape)
     if nd > _launch.MAX_DIMS:
-        raise RuntimeError(f"tensors with more than {_launch.MAX_DIMS} dimensions are not supported (got {nd})")
+        raise RuntimeError(f"only tensors with up to {_launch.MAX_DIMS} dims are supported")
     dims = sorted(set(dims))
     kshape = tuple(1 if d in dims else s for d, s in enumerate(shape))
     if out_strides is None:
@@ -105,7 +105,7 @@ def plan(shape, in_strides, dims, out_strides=None, aux_strides=None):
     else:
         rsizes, rstrides = _launch.coalesce([shape[d] for d in dims], [[in_strides[d] for d in dims]])
     if len(ksizes) > _launch.MAX_DIMS or len(rsizes) > _launch.MAX_DIMS:
-        raise RuntimeError(f"tensors with more than {_launch.MAX_DIMS} dimensions are not supported")
+        raise RuntimeError(f"only tensors with up to {_launch.MAX_DIMS} dims are supported")
     # the input's offsets span kept and reduced dims together
     in_span = (ksizes + rsizes, [[st[1]] for st in kstrides] + rstrides)
     wide = not (n_out <= _launch.INT32_MAX and n_red <= _launch.INT32_MAX

@@ -85,9 +85,21 @@ def test_pack_scalars():
         _launch.pack_scalars([(0.0, 0)] * 5)
 
 
+def test_widest_descriptors_fit_the_kernel_parameter_space():
+    """CUDA kernel parameters are limited to 4 KiB. At MAX_DIMS (64) the widest launches
+    still fit: a reduction (64-bit ptl_iter<3> and ptl_iter<1>, three pointers, two counts,
+    a double) and a pointwise kernel with three inputs (ptl_iter<4>, four pointers, a count,
+    four scalars)."""
+    n = _launch.MAX_DIMS
+    assert len(_launch.pack_iter([2] * n, [[1] * 4] * n, True)) == _launch.iter_size(4, True)
+    assert _launch.iter_size(3, True) + _launch.iter_size(1, True) + 6 * 8 <= 4096
+    assert _launch.iter_size(4, True) + 5 * 8 + len(_launch.pack_scalars([])) <= 4096
+
+
 def test_too_many_dims():
-    with pytest.raises(RuntimeError, match="more than 16 dimensions"):
-        _launch.pack_iter([2] * 17, [[1]] * 17, False)
+    n = _launch.MAX_DIMS + 1
+    with pytest.raises(RuntimeError, match=f"more than {_launch.MAX_DIMS} dimensions"):
+        _launch.pack_iter([2] * n, [[1]] * n, False)
 
 
 # --- the names the launcher forms exist in the generated source -----------------------------------
