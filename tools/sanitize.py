@@ -193,7 +193,9 @@ def run_tests(tree, targets, libs, timeout, pytest_args):
     failed = []
     for target in targets:
         t0 = time.monotonic()
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", target] + pytest_args
+        # --capture=sys: the sanitizers write their reports to file descriptor 2, which
+        # pytest's default capture would swallow with the process they abort
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--capture=sys", target] + pytest_args
         try:
             r = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
             code, out = r.returncode, r.stdout + r.stderr
@@ -204,19 +206,21 @@ def run_tests(tree, targets, libs, timeout, pytest_args):
         last = [line for line in out.strip().splitlines() if line.strip()][-1:] or [""]
         print(f"sanitize: {target}: {'ok' if code == 0 else 'FAILED (' + str(code) + ')'} in {dt:.0f} s: {last[0]}",
               flush=True)
-        if code != 0:
+        reports = _reports(out)
+        if code != 0 or reports:
             failed.append(target)
-            print(_report(out), flush=True)
+            print(reports or "\n".join(out.splitlines()[-60:]), flush=True)
     return failed
 
 
-def _report(out):
-    """The sanitizer reports in a test run's output, or its tail if there is none."""
+def _reports(out):
+    """The sanitizer reports in a test run's output (each cut to 40 lines)."""
     lines = out.splitlines()
+    found = []
     for i, line in enumerate(lines):
         if "ERROR: AddressSanitizer" in line or "runtime error:" in line:
-            return "\n".join(lines[max(0, i - 5):i + 60])
-    return "\n".join(lines[-60:])
+            found.append("\n".join(lines[i:i + 40]))
+    return "\n".join(found)
 
 
 def main(argv=None):
