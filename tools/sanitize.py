@@ -42,7 +42,7 @@ DEFAULT_TESTS = ["tests/test_pointwise.py", "tests/test_reductions.py", "tests/t
                  "tests/test_indexing.py", "tests/test_sort.py", "tests/test_linalg.py", "tests/test_views.py",
                  "tests/test_sanitize_regressions.py", "tests/nn"]
 # The subset CI runs: regressions of past findings and a cross-section of the kernels,
-# a few minutes on two cores (measured in README.md's section).
+# about 2 CPU-minutes with the build of `_C` from a cold cache (README.md, "Sanitizers").
 FAST_TESTS = ["tests/test_sanitize_regressions.py", "tests/test_sort.py", "tests/test_indexing.py",
               "tests/test_reduction_instances.py"]
 
