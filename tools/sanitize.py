@@ -57,13 +57,18 @@ ASAN_OPTIONS = ":".join([
 UBSAN_OPTIONS = "print_stacktrace=1:halt_on_error=1:abort_on_error=1"
 
 
+def _cc():
+    """The compiler codegen's build uses ($CC, else Python's)."""
+    return _codegen_build()._compiler()
+
+
 def runtimes(cc=None):
-    """The sanitizer runtimes to preload: [libasan, libubsan] of the compiler, or []."""
-    cc = cc or os.environ.get("CC") or "gcc"
+    """The sanitizer runtimes to preload: [libasan, libubsan] of GCC's kind, or []."""
+    cc = cc or _cc()
     out = []
     for lib in ("libasan.so", "libubsan.so"):
         try:
-            path = subprocess.run([cc, "-print-file-name=" + lib], capture_output=True, text=True).stdout.strip()
+            path = subprocess.run(cc + ["-print-file-name=" + lib], capture_output=True, text=True).stdout.strip()
         except OSError:
             return []
         if not os.path.isabs(path) or not os.path.exists(path):
@@ -74,12 +79,8 @@ def runtimes(cc=None):
 
 def compiler_supports_sanitizers(cc=None):
     """Whether the compiler builds and runs a shared object with the sanitizer flags."""
-    sys.path.insert(0, ROOT)
-    try:
-        from codegen.build import SANITIZE_CFLAGS, SANITIZE_LDFLAGS
-    finally:
-        sys.path.remove(ROOT)
-    cc = cc or os.environ.get("CC") or "gcc"
+    cb = _codegen_build()
+    cc = cc or _cc()
     libs = runtimes(cc)
     if not libs:
         return False
@@ -89,7 +90,7 @@ def compiler_supports_sanitizers(cc=None):
             f.write("int ptl_probe(int x) { return x + 1; }\n")
         so = os.path.join(d, "t.so")
         try:
-            r = subprocess.run([cc, "-shared", "-fPIC"] + SANITIZE_CFLAGS + SANITIZE_LDFLAGS + [src, "-o", so],
+            r = subprocess.run(cc + ["-shared", "-fPIC"] + cb.SANITIZE_CFLAGS + cb.SANITIZE_LDFLAGS + [src, "-o", so],
                                capture_output=True)
         except OSError:
             return False
