@@ -3,6 +3,8 @@
     python -m codegen            generate and compile (only what changed)
     python -m codegen --check    fail if generated/ is not what the YAML and templates give
     python -m codegen --force    recompile even when nothing changed
+    python -m codegen --sanitize build with ASan + UBSan (for tools/sanitize.py, which
+                                 does it in a copy of the tree)
 
 Objects are cached in build/ptl-obj, or in $PTL_BUILD_CACHE / --cache-dir: several trees
 (worktrees, copies) can share one cache, since an object's key does not depend on where
@@ -42,6 +44,11 @@ def main(argv=None):
     p.add_argument("-j", "--jobs", type=int, default=None, help="compilers run at once (default: one per core)")
     p.add_argument("--cache-dir", default=None,
                    help="the object cache (default: $PTL_BUILD_CACHE, else build/ptl-obj in the tree)")
+    p.add_argument("--sanitize", action="store_true",
+                   help="compile with AddressSanitizer and UndefinedBehaviorSanitizer (the modules then load only "
+                        "with the sanitizer runtimes preloaded: use tools/sanitize.py)")
+    p.add_argument("--main-only", action="store_true",
+                   help="build only the hand-written kernels' module (_C), not the pointwise shards")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     try:
@@ -55,8 +62,9 @@ def main(argv=None):
             done = "wrote" if os.path.exists(os.path.join(args.root, rel)) else "removed"
             print(f"codegen: {done} {rel}")
         if not args.no_build:
-            from .build import build
+            from .build import MAIN_MODULE, build
             build(args.root, force=args.force, verbose=args.verbose, jobs=args.jobs, cache=args.cache_dir,
+                  sanitize=args.sanitize, modules=[MAIN_MODULE] if args.main_only else None,
                   log=lambda line: print("codegen: " + line, flush=True))
     except CodegenError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -47,6 +47,17 @@ CFLAGS = ["-O3", "-std=gnu11", "-fopenmp", "-fno-math-errno", "-fno-trapping-mat
           "-Wno-unused-variable", "-Wno-unused-but-set-variable"]
 LDFLAGS = ["-fopenmp"]
 
+# The sanitizer build (`python -m codegen --sanitize`, run by tools/sanitize.py into a copy
+# of the tree): AddressSanitizer and UndefinedBehaviorSanitizer, where any undefined
+# behaviour aborts. GCC leaves float-cast-overflow (a float -> int conversion out of range)
+# out of "undefined", so it is named. -O1 -g keeps the reports readable and the build short;
+# so does PTL_NO_CLONES (one version of each hot loop, not three: they differ only in the
+# instruction set, not in what they read and write).
+SANITIZE = "address,undefined,float-cast-overflow"
+SANITIZE_CFLAGS = ["-O1", "-g", "-fno-omit-frame-pointer", "-fsanitize=" + SANITIZE,
+                   "-fno-sanitize-recover=undefined,float-cast-overflow", "-DPTL_NO_CLONES"]
+SANITIZE_LDFLAGS = ["-fsanitize=" + SANITIZE]
+
 # What `_C` is built from (globs relative to the tree, in link order) and the prototype
 # headers it exposes to Python (its cffi cdef).
 MAIN_SOURCES = ["kernels/*.c", "generated/reductions.c"]   # (the reduction instances: codegen/reductions.py)
@@ -160,7 +171,7 @@ class _Toolchain:
     identity: str
 
     @classmethod
-    def find(cls):
+    def find(cls, sanitize=False):
         from importlib.metadata import version
         inc, libdir, libname = _openblas()
         paths = sysconfig.get_paths()   # dlpack.c and the cffi wrappers use the C API
@@ -172,8 +183,12 @@ class _Toolchain:
             raise RuntimeError(f"no C compiler: {' '.join(cc)} ({e}); set CC") from None
         identity = "\n".join([compiler, "python " + sysconfig.get_python_version() + " " + EXT_SUFFIX,
                               "scipy-openblas32 " + version("scipy-openblas32")])
-        cflags = CFLAGS + ["-fPIC"] + ["-I" + d for d in INCLUDE_DIRS + [inc] + py_includes]
-        return cls(cc, cflags, LDFLAGS, ["-L" + libdir, "-l" + libname, "-lm"], identity)
+        base, ldflags = CFLAGS, LDFLAGS
+        if sanitize:   # the flags are part of every key: these objects never mix with the others
+            base = [f for f in CFLAGS if not f.startswith("-O")] + SANITIZE_CFLAGS
+            ldflags = LDFLAGS + SANITIZE_LDFLAGS
+        cflags = base + ["-fPIC"] + ["-I" + d for d in INCLUDE_DIRS + [inc] + py_includes]
+        return cls(cc, cflags, ldflags, ["-L" + libdir, "-l" + libname, "-lm"], identity)
 
     def key_parts(self, kind):
         local = [f for f in self.cflags if not f.startswith("-I") or f[2:] in INCLUDE_DIRS]
@@ -335,10 +350,10 @@ def _linked(root, tc, ext):
         return False
 
 
-def stale(root=ROOT):
+def stale(root=ROOT, sanitize=False):
     """The extension modules that do not match the sources (missing, or built from
     something else). Cheap: hashes the sources, compiles nothing."""
-    tc = _Toolchain.find()
+    tc = _Toolchain.find(sanitize)
     return [e.module for e in _plan(root, tc) if not _linked(root, tc, e)]
 
 
@@ -351,16 +366,20 @@ def _remove_retired(root, exts):
             os.remove(path)
 
 
-def build(root=ROOT, force=False, verbose=False, jobs=None, cache=None, log=None):
+def build(root=ROOT, force=False, verbose=False, jobs=None, cache=None, log=None, sanitize=False, modules=None):
     """Compile and link what changed, `jobs` compilers at a time (default: one per core),
     with the object cache `cache` (default: cache_dir(root)); `log` gets a line per object
-    compiled and per extension linked. Returns the extension modules that were linked."""
+    compiled and per extension linked. `sanitize` builds with ASan and UBSan
+    (SANITIZE_CFLAGS): such modules load only with the sanitizer runtimes preloaded, so
+    tools/sanitize.py builds them into a copy of the tree. `modules` (names such as
+    MAIN_MODULE) limits the build to those extensions. Returns the extension modules that
+    were linked."""
     log = log or (lambda line: None)
-    tc = _Toolchain.find()
+    tc = _Toolchain.find(sanitize)
     exts = _plan(root, tc)
     cache = cache or cache_dir(root)
     os.makedirs(cache, exist_ok=True)
-    todo = [e for e in exts if force or not _linked(root, tc, e)]
+    todo = [e for e in exts if (force or not _linked(root, tc, e)) and (modules is None or e.module in modules)]
     objects = {}
     for e in todo:
         for o in e.objects:

@@ -182,10 +182,25 @@ def validate(tree, allowed_names, dtype_classes):
     return problems
 
 
+# Integer + - * (and unary -) wrap around in PyTorch, as in two's complement; in C a signed
+# overflow is undefined behaviour (and the optimiser may assume it never happens), and
+# int8/int16/uint8 operands promote to int, where a product of three can overflow. So
+# integer bodies compute these in an unsigned type at least as wide as int, which wraps by
+# definition, and convert back to the dtype (a no-op at run time).
+WRAP_TYPES = {"u8": "uint32_t", "i8": "uint32_t", "i16": "uint32_t", "i32": "uint32_t", "i64": "uint64_t"}
+
+
 def emit(tree, ctype, suffix, rename):
     """C text for the tree: literals are cast to the compute type (so float math stays in
-    float), names go through `rename`, and calls become ptl_<fn>_<suffix>."""
+    float), names go through `rename`, calls become ptl_<fn>_<suffix>, and integer
+    arithmetic wraps (WRAP_TYPES)."""
     tag = tree[0]
+    wrap = WRAP_TYPES.get(suffix)
+    if wrap and tag == "un" and tree[1] == "-":
+        return f"(({ctype})(0 - ({wrap}){emit(tree[2], ctype, suffix, rename)}))"
+    if wrap and tag == "bin" and tree[1] in ("+", "-", "*"):
+        a, b = emit(tree[2], ctype, suffix, rename), emit(tree[3], ctype, suffix, rename)
+        return f"(({ctype})(({wrap}){a} {tree[1]} ({wrap}){b}))"
     if tag == "num":
         return f"(({ctype}){tree[1]})"
     if tag == "name":

@@ -35,7 +35,8 @@
  * e^r, 2^n from the exponent bits; about 1 ulp). Below -87.34 the result flushes to 0, so
  * masked (-inf) entries of a softmax are exactly zero; nan stays nan. */
 static inline float vexpf(float x) {
-    float xc = x > 88.37626f ? 88.37626f : (x < -87.33654f ? -87.33654f : x);
+    /* (nan clamps too, so that fx stays finite: converting nan to int is undefined) */
+    float xc = x < 88.37626f ? (x > -87.33654f ? x : -87.33654f) : 88.37626f;
     float fx = __builtin_floorf(xc * 1.44269504088896341f + 0.5f);
     float r = xc - fx * 0.693359375f + fx * 2.12194440e-4f;
     float p = 1.9875691500e-4f;

@@ -116,7 +116,9 @@ PTL_FN uint16_t ptl_f2bf(float f) {
 
 PTL_FN float ptl_vexpf(float x) {
     /* e^x = 2^n * e^r with n = round(x / ln2), |r| <= ln2 / 2 */
-    float xc = x > 88.7228394f ? 88.7228394f : (x < -103.972084f ? -103.972084f : x);
+    /* (written so that nan clamps too: n then stays finite, and its conversion to int is
+     * defined; the result is x itself below) */
+    float xc = x < 88.7228394f ? (x > -103.972084f ? x : -103.972084f) : 88.7228394f;
     float t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 * 2^23: rounds to an integer */
     float n = t - 12582912.0f;
     float r = xc - n * 0.693359375f;          /* ln2, split in a high and a low part */
@@ -361,11 +363,13 @@ PTL_FN double ptl_lerp_f64(double a, double b, double w) {
         return (T)result;                                                                      \
     }
 
-PTL_INT_FUNCS(int8_t, i8, uint8_t)
-PTL_INT_FUNCS(int16_t, i16, uint16_t)
+/* UT is the unsigned type the arithmetic wraps in: at least as wide as int, since a
+ * uint8_t or uint16_t promotes to (signed) int, where 65535 * 65535 overflows */
+PTL_INT_FUNCS(int8_t, i8, uint32_t)
+PTL_INT_FUNCS(int16_t, i16, uint32_t)
 PTL_INT_FUNCS(int32_t, i32, uint32_t)
 PTL_INT_FUNCS(int64_t, i64, uint64_t)
-PTL_INT_FUNCS(uint8_t, u8, uint8_t)
+PTL_INT_FUNCS(uint8_t, u8, uint32_t)
 
 PTL_FN bool ptl_sign_b8(bool x) { return x; }
 PTL_FN bool ptl_isnan_b8(bool x) { (void)x; return 0; }
@@ -392,10 +396,11 @@ PTL_FN bool ptl_fmin_b8(bool a, bool b) { return a && b; }
         if ((UT)b >= max_shift) return SIGNED ? (T)(a >> (sizeof(T) * 8 - 1)) : (T)0;          \
         return (T)(a >> b);                                                                    \
     }
-PTL_SHIFT_FUNCS(int8_t, i8, uint8_t, 1)
-PTL_SHIFT_FUNCS(int16_t, i16, uint16_t, 1)
+/* (UT as above: (uint16_t)-1 << 15 would be an int overflow) */
+PTL_SHIFT_FUNCS(int8_t, i8, uint32_t, 1)
+PTL_SHIFT_FUNCS(int16_t, i16, uint32_t, 1)
 PTL_SHIFT_FUNCS(int32_t, i32, uint32_t, 1)
 PTL_SHIFT_FUNCS(int64_t, i64, uint64_t, 1)
-PTL_SHIFT_FUNCS(uint8_t, u8, uint8_t, 0)
+PTL_SHIFT_FUNCS(uint8_t, u8, uint32_t, 0)
 
 #endif

@@ -369,25 +369,60 @@ typedef uint16_t ptl_bf16_t;
 #define LOAD_f32(p) (*(const float *)(p))
 #define LOAD_f64(p) (*(const double *)(p))
 
-/* float -> integer goes through int64 so out-of-range values wrap as PyTorch's CPU
- * casts do, instead of being undefined behaviour in C */
-#define TO_INT(T, v) ((T)(int64_t)(v))
+/* float -> integer as PyTorch's CPU casts come out on x86-64, written so that it is
+ * defined behaviour in C (a float out of the integer's range, or NaN, is undefined, and
+ * the sanitizer build aborts on it; other machines saturate instead). The conversion
+ * instruction (cvtts?2si) gives the width's minimum ("integer indefinite") for NaN and
+ * for out-of-range values: int8, int16 and int32 convert through int32, int64 through
+ * int64, uint8 through int32 from float and through int64 from double; the result then
+ * wraps to the width. Integer sources just wrap (implementation-defined, not undefined). */
+static inline int32_t f2i32_f(float v) { return v >= -2147483648.0f && v < 2147483648.0f ? (int32_t)v : INT32_MIN; }
+static inline int32_t f2i32_d(double v) { return v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN; }
+static inline int64_t f2i64_f(float v) {
+    return v >= -9223372036854775808.0f && v < 9223372036854775808.0f ? (int64_t)v : INT64_MIN;
+}
+static inline int64_t f2i64_d(double v) {
+    return v >= -9223372036854775808.0 && v < 9223372036854775808.0 ? (int64_t)v : INT64_MIN;
+}
+#define TO_I32(v) _Generic((v), float: f2i32_f, double: f2i32_d, default: f2i32_d)(v)
+#define TO_I64(v) _Generic((v), float: f2i64_f, double: f2i64_d, default: f2i64_d)(v)
+#define IS_FLOAT(v) _Generic((v), float: 1, double: 1, default: 0)
+#define IS_DOUBLE(v) _Generic((v), double: 1, default: 0)
+/* (the integer branch converts an integer, never through double: int64 stays exact) */
+#define TO_INT(T, v) (IS_FLOAT(v) ? (T)TO_I32(v) : (T)(v))
 #define STORE_b8(p, v) (*(ptl_bool_t *)(p) = (ptl_bool_t)((v) != 0))
-#define STORE_u8(p, v) (*(uint8_t *)(p) = TO_INT(uint8_t, v))
+#define STORE_u8(p, v) (*(uint8_t *)(p) = IS_DOUBLE(v) ? (uint8_t)TO_I64(v) : TO_INT(uint8_t, v))
 #define STORE_i8(p, v) (*(int8_t *)(p) = TO_INT(int8_t, v))
 #define STORE_i16(p, v) (*(int16_t *)(p) = TO_INT(int16_t, v))
 #define STORE_i32(p, v) (*(int32_t *)(p) = TO_INT(int32_t, v))
-#define STORE_i64(p, v) (*(int64_t *)(p) = (int64_t)(v))
+#define STORE_i64(p, v) (*(int64_t *)(p) = IS_FLOAT(v) ? TO_I64(v) : (int64_t)(v))
 #define STORE_f16(p, v) (*(ptl_half_t *)(p) = ptl_f2h((float)(v)))
 #define STORE_bf16(p, v) (*(ptl_bf16_t *)(p) = ptl_f2bf((float)(v)))
 #define STORE_f32(p, v) (*(float *)(p) = (float)(v))
 #define STORE_f64(p, v) (*(double *)(p) = (double)(v))
 
+#define SIZE_b8 1
+#define SIZE_u8 1
+#define SIZE_i8 1
+#define SIZE_i16 2
+#define SIZE_i32 4
+#define SIZE_i64 8
+#define SIZE_f16 2
+#define SIZE_bf16 2
+#define SIZE_f32 4
+#define SIZE_f64 8
+
+/* (the contiguous loop has constant strides, so the compiler vectorises it, range checks
+   of the float -> integer conversions included) */
 #define DEF_COPY(D, S)                                                                          \
     static void copy_##D##_##S(char **data, const int64_t *st, int64_t n, const ptl_scalar *sc) { \
         (void)sc;                                                                               \
         char *o = data[0];                                                                      \
         const char *i = data[1];                                                                \
+        if (st[0] == SIZE_##D && st[1] == SIZE_##S) {                                           \
+            for (int64_t k = 0; k < n; k++) STORE_##D(o + k * SIZE_##D, LOAD_##S(i + k * SIZE_##S)); \
+            return;                                                                             \
+        }                                                                                       \
         for (int64_t k = 0; k < n; k++) STORE_##D(o + k * st[0], LOAD_##S(i + k * st[1]));     \
     }
 

@@ -166,3 +166,18 @@ def test_a_new_operator_on_a_copy_of_the_tree(tmp_path):
     assert lines[0] == "[2.0, 9.0, 28.0] [1.0, 8.0, 27.0]"
     assert lines[1] == "[8] pytorchlite.int32"
     assert str(tree) in lines[2]
+
+
+def test_the_sanitizer_build_has_its_own_flags_and_keys():
+    """`python -m codegen --sanitize` (tools/sanitize.py) compiles with ASan and UBSan;
+    its objects have other keys, so they never mix with the normal build's in a cache."""
+    normal, san = build._Toolchain.find(), build._Toolchain.find(sanitize=True)
+    assert "-O3" in normal.cflags and not any(f.startswith("-fsanitize") for f in normal.cflags + normal.ldflags)
+    assert "-O1" in san.cflags and "-O3" not in san.cflags
+    assert "-fsanitize=" + build.SANITIZE in san.cflags and "-fsanitize=" + build.SANITIZE in san.ldflags
+    assert any(f.startswith("-fno-sanitize-recover=") for f in san.cflags)
+    keys = {e.module: [o.key for o in e.objects] for e in build._plan(ROOT, normal)}
+    san_keys = {e.module: [o.key for o in e.objects] for e in build._plan(ROOT, san)}
+    assert keys.keys() == san_keys.keys()
+    for m in keys:
+        assert not set(keys[m]) & set(san_keys[m]), m
