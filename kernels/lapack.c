@@ -124,8 +124,42 @@ static lapack_int wsize(double w, lapack_int least) {
         }                                                                                                    \
     }
 
+/* Cholesky of a column-major n x n matrix up to SMALL_N: LAPACK's unblocked potf2, which
+ * stops at the first pivot that is not positive *or is NaN* (OpenBLAS's own potrf checks
+ * only `<= 0`, so a NaN went through as a "successful" factor; PyTorch's LAPACK reports it).
+ * As in potf2, the failing diagonal entry keeps the value computed for it and the columns
+ * after it are left as they were. */
+#define DEFINE_SMALL_POTF2(T, p)                                                                             \
+    static lapack_int small_potf2_##p(int64_t n, T *A, int upper) {                                          \
+        for (int64_t j = 0; j < n; j++) {                                                                    \
+            T ajj = A[j * n + j];                                                                            \
+            for (int64_t k = 0; k < j; k++) {                                                                \
+                T v = upper ? A[j * n + k] : A[k * n + j];   /* U(k,j) or L(j,k) */                          \
+                ajj -= v * v;                                                                                \
+            }                                                                                                \
+            if (!(ajj > 0)) { A[j * n + j] = ajj; return (lapack_int)(j + 1); }                              \
+            ajj = (T)sqrt((double)ajj);                                                                      \
+            A[j * n + j] = ajj;                                                                              \
+            T r = 1 / ajj;                                                                                   \
+            for (int64_t i = j + 1; i < n; i++) {                                                            \
+                if (upper) {            /* U(j,i) = (A(j,i) - sum_k U(k,j) U(k,i)) / ajj */                  \
+                    T s = A[i * n + j];                                                                      \
+                    for (int64_t k = 0; k < j; k++) s -= A[j * n + k] * A[i * n + k];                        \
+                    A[i * n + j] = s * r;                                                                    \
+                } else {                /* L(i,j) = (A(i,j) - sum_k L(i,k) L(j,k)) / ajj */                  \
+                    T s = A[j * n + i];                                                                      \
+                    for (int64_t k = 0; k < j; k++) s -= A[k * n + i] * A[k * n + j];                        \
+                    A[j * n + i] = s * r;                                                                    \
+                }                                                                                            \
+            }                                                                                                \
+        }                                                                                                    \
+        return 0;                                                                                            \
+    }
+
 DEFINE_SMALL(float, s)
 DEFINE_SMALL(double, d)
+DEFINE_SMALL_POTF2(float, s)
+DEFINE_SMALL_POTF2(double, d)
 
 /* parallelise a batch of small problems when there is enough work for threads to pay */
 #define SMALL_PARALLEL(batch, n) ((double)(batch) * (double)(n) * (double)(n) * (double)(n) > 32768.0)
@@ -198,10 +232,19 @@ DEFINE_SMALL(double, d)
     static int potrf_##p(int64_t batch, int64_t n, T *a, int upper, int32_t *info) {                         \
         lapack_int N = (lapack_int)n, LDA = ld(n);                                                           \
         const char *uplo = upper ? "U" : "L";                                                                \
+        _Pragma("omp parallel for schedule(static) if (n <= SMALL_N && SMALL_PARALLEL(batch, n))")          \
         for (int64_t b = 0; b < batch; b++) {                                                                \
             T *A = a + b * n * n;                                                                            \
             lapack_int inf = 0;                                                                              \
-            if (n > 0) scipy_##p##potrf_(uplo, &N, A, &LDA, &inf, 1);                                        \
+            if (n <= SMALL_N) {                                                                              \
+                inf = small_potf2_##p(n, A, upper);                                                          \
+            } else {                                                                                         \
+                scipy_##p##potrf_(uplo, &N, A, &LDA, &inf, 1);                                               \
+                /* a NaN pivot reaches the diagonal of a "successful" factor: the first one is    \
+                 * where the unblocked algorithm stops (NaN spreads the same way in both) */    \
+                for (int64_t j = 0; inf == 0 && j < n; j++)                                                  \
+                    if (A[j * n + j] != A[j * n + j]) inf = (lapack_int)(j + 1);                             \
+            }                                                                                                \
             info[b] = inf;                                                                                   \
             for (int64_t j = 0; j < n; j++)          /* column j */                                          \
                 for (int64_t i = 0; i < n; i++)                                                              \
@@ -269,6 +312,21 @@ DEFINE_SMALL(double, d)
         for (int64_t b = 0; b < batch; b++) {                                                                \
             inf = 0;                                                                                         \
             T *U = ucols ? u + b * m * ucols : &ud, *VT = vrows ? vt + b * vrows * n : &vd;                  \
+            /* an infinity without a NaN: OpenBLAS's gesdd does not return (a NaN it refuses with    \
+             * info = -4). PyTorch's LAPACK gives NaN singular values: so do we, and NaN factors. */  \
+            int has_inf = 0, has_nan = 0;                                                                    \
+            for (int64_t e = 0; e < m * n; e++) {                                                            \
+                T v = a[b * m * n + e];                                                                      \
+                if (v != v) has_nan = 1;                                                                     \
+                else if (v - v != 0) has_inf = 1;                                                            \
+            }                                                                                                \
+            if (has_inf && !has_nan) {                                                                       \
+                for (int64_t e = 0; e < k; e++) s[b * k + e] = (T)NAN;                                       \
+                for (int64_t e = 0; ucols && e < m * ucols; e++) U[e] = (T)NAN;                              \
+                for (int64_t e = 0; vrows && e < vrows * n; e++) VT[e] = (T)NAN;                             \
+                info[b] = 0;                                                                                 \
+                continue;                                                                                    \
+            }                                                                                                \
             scipy_##p##gesdd_(&jobz, &M, &N, a + b * m * n, &LDA, s + b * k, U, &LDU, VT, &LDVT, work,       \
                               &lwork, iwork, &inf, 1);                                                       \
             info[b] = inf;                                                                                   \

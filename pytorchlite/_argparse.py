@@ -41,8 +41,19 @@ def int_(op, name, pos, v):
     raise type_error(op, name, pos, "int", v)
 
 
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _unpack_overflow(op, name, k):
+    """PyTorch's parser unpacks each element of an int list as a C int64 (long long)."""
+    return TypeError(f"{op}(): argument '{name}' failed to unpack the object at pos {k + 1} with error "
+                     "\"Overflow when unpacking long long\"")
+
+
 def int_list(op, name, pos, v, size=None):
     if isinstance(v, int) and not isinstance(v, bool):
+        if not _I64_MIN <= v <= _I64_MAX:
+            raise _unpack_overflow(op, name, 0)
         return (v,) * (size or 1)
     if isinstance(v, (tuple, list)) or (hasattr(v, "__iter__") and not isinstance(v, (str, bytes)) and not isinstance(v, _Tensor)):
         out = []
@@ -50,10 +61,16 @@ def int_list(op, name, pos, v, size=None):
             if not _is_int(x):
                 raise TypeError(f"{op}(): argument '{name}'" + (f" (position {pos})" if pos else "")
                                 + f" must be tuple of ints, but found element of type {_type_name(x)} at pos {len(out)}")
-            out.append(operator.index(x))
+            x = operator.index(x)
+            if not _I64_MIN <= x <= _I64_MAX:
+                raise _unpack_overflow(op, name, len(out))
+            out.append(x)
         return tuple(out)
     if _is_int(v):
-        return (operator.index(v),) * (size or 1)
+        v = operator.index(v)
+        if not _I64_MIN <= v <= _I64_MAX:
+            raise _unpack_overflow(op, name, 0)
+        return (v,) * (size or 1)
     raise type_error(op, name, pos, "tuple of ints", v)
 
 

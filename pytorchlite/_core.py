@@ -63,6 +63,75 @@ def numel(shape):
     return n
 
 
+# --- size arithmetic limits (PyTorch's checked int64/uint64 arithmetic) ------------------------
+#
+# PyTorch computes sizes in C++ integers and checks every step; Python's integers never
+# overflow, so without these checks a huge shape would reach NumPy or cffi and fail there
+# (OverflowError, MemoryError) instead of with PyTorch's RuntimeError.
+
+INT64_MAX = (1 << 63) - 1
+_U64_MASK = (1 << 64) - 1
+
+
+def _u64_product_overflows(sizes):
+    """c10::safe_multiplies_u64: a running product of the sizes (as uint64) overflows at
+    some step. A step that overflows taints the result even if a later size is 0; once
+    the product is 0 it stays 0 and nothing after overflows."""
+    p = 1
+    for n in sizes:
+        p *= n & _U64_MASK
+        if p > _U64_MASK:
+            return True
+    return False
+
+
+def check_numel(shape):
+    """TensorImpl::safe_compute_numel: every tensor's (and view's) element count fits int64."""
+    if _u64_product_overflows(shape) or numel(shape) & _U64_MASK > INT64_MAX:
+        raise RuntimeError("numel: integer multiplication overflow")
+
+
+def storage_overflowed(shape, itemsize):
+    """The error computeStorageNbytesContiguous raises for a contiguous `shape` whose byte
+    count leaves int64 (None when it fits)."""
+    if _u64_product_overflows(shape) or numel(shape) * itemsize > INT64_MAX:
+        return RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+    return None
+
+
+def storage_nbytes_strided(shape, stride, itemsize, offset=0):
+    """computeStorageNbytes: the bytes a (shape, stride) layout spans, with PyTorch's
+    uint64 arithmetic (a negative stride wraps and overflows); raises its RuntimeError."""
+    if 0 in shape:
+        return 0
+    size = 1
+    over = False
+    for n, s in zip(shape, stride):
+        part = (s & _U64_MASK) * ((n - 1) & _U64_MASK)
+        over |= part > _U64_MASK
+        size = size + (part & _U64_MASK)
+        over |= size > _U64_MASK
+        size &= _U64_MASK
+    nbytes = (size + offset) * itemsize
+    if over or nbytes > INT64_MAX:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)} and "
+                           f"strides={list(stride)}")
+    return nbytes
+
+
+def _check_empty(shape, nbytes, itemsize):
+    """The checks empty() runs when the byte count is suspect: beyond int64, or 0 (a
+    0-size dimension can hide an overflowing product of the others)."""
+    e = storage_overflowed(shape, itemsize)
+    if e is not None:
+        raise e
+    acc = 1     # TensorImpl::empty_tensor_restride: the contiguous strides fit int64
+    for n in reversed(shape[1:]):
+        acc *= max(n, 1)
+        if acc > INT64_MAX:
+            raise RuntimeError("Stride calculation overflowed")
+
+
 def is_contiguous_layout(shape, stride):
     expected = 1
     for i in range(len(shape) - 1, -1, -1):
@@ -240,7 +309,10 @@ def make(storage, shape, stride, offset, dtype, vc=None, contig=None):
 
 def empty(shape, dtype, device=CPU):
     """A new contiguous tensor with uninitialised memory."""
-    st = _alloc(numel(shape) * dtype.itemsize, device)
+    nbytes = numel(shape) * dtype.itemsize
+    if not nbytes or nbytes > INT64_MAX:
+        _check_empty(shape, nbytes, dtype.itemsize)
+    st = _alloc(nbytes, device)
     return make(st, shape, contiguous_strides(shape), 0, dtype, None, True)
 
 

@@ -16,6 +16,26 @@ def _unsupported_numpy(npdt):
             "float64, float32, float16, int64, int32, int16, int8, uint8, and bool.")
 
 
+_NON_NATIVE = ("given numpy array has byte order different from the native byte order. "
+               "Conversion between byte orders is currently not supported.")
+_MAX_DIMS = 128     # PyTorch's limit on the nesting of the data given to tensor()
+
+
+def _check_nesting(data):
+    """PyTorch sizes nested data along first elements before reading it: more than
+    _MAX_DIMS levels (a list that holds itself first, say) is a ValueError, not a
+    RecursionError."""
+    depth = 0
+    seq = data
+    while isinstance(seq, (list, tuple)):
+        depth += 1
+        if depth > _MAX_DIMS:
+            raise ValueError(f"too many dimensions '{type(seq).__name__}'")
+        if not seq:
+            return
+        seq = seq[0]
+
+
 def _enter(shape, depth, n):
     """Record (first visit) or check the length `n` of a sequence met at `depth`."""
     if depth == len(shape):
@@ -24,17 +44,20 @@ def _enter(shape, depth, n):
         raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {n})")
 
 
-def _infer(data, shape, depth, flat, kinds):
+def _infer(data, shape, depth, flat, kinds, active=None):
     """Walk nested sequences: fill `shape` at the first visit of each depth, check every
     other sequence against it, collect the scalars in `flat` and their kinds (a dtype for
-    values that carry one: NumPy arrays and scalars, tensors; else 'bool'/'int'/'float')."""
+    values that carry one: NumPy arrays and scalars, tensors; else 'bool'/'int'/'float').
+    `active` holds the ids of the sequences being walked: one met again is a cycle."""
     if isinstance(data, (Tensor, np.ndarray)):
         if isinstance(data, Tensor):
             dt = data._dtype
             values = data.detach().float() if dt is D.bfloat16 else data.detach()
             values = values._values_f64()
         else:
-            dt = D.from_numpy_dtype(data.dtype)
+            # an array inside a list is read value by value, so its byte order does not
+            # matter (PyTorch refuses a non-native array only when given it directly)
+            dt = D.from_numpy_dtype(data.dtype if data.dtype.isnative else data.dtype.newbyteorder("="))
             if dt is None:
                 raise TypeError(_unsupported_numpy(data.dtype))
             values = data
@@ -52,13 +75,21 @@ def _infer(data, shape, depth, flat, kinds):
     if isinstance(data, (str, bytes)):
         raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     if isinstance(data, (list, tuple, range)) or (isinstance(data, Sequence) and not isinstance(data, np.generic)):
+        if active is None:
+            active = set()
+        elif id(data) in active:
+            # a list that contains itself (directly or deeper): PyTorch's TypeError, and
+            # never a RecursionError
+            raise TypeError("new(): self-referential lists are incompatible")
         n = len(data)
         if depth == len(shape) and flat:
             # numbers were already found at this depth: the nesting is ragged
             raise ValueError(f"expected a number at dim {depth} (got a sequence of length {n})")
         _enter(shape, depth, n)
+        active.add(id(data))
         for x in data:
-            _infer(x, shape, depth + 1, flat, kinds)
+            _infer(x, shape, depth + 1, flat, kinds, active)
+        active.discard(id(data))
         return
     if depth != len(shape):
         raise ValueError(f"expected sequence of length {shape[depth]} at dim {depth} (got {type(data).__name__})")
@@ -166,12 +197,15 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
                       "pytorchlite.tensor(sourceTensor).", UserWarning, stacklevel=2)
         t = data.detach().to(dtype or data._dtype, device=device or data._device, copy=True)
     elif isinstance(data, np.ndarray):
+        if not data.dtype.isnative:
+            raise ValueError(_NON_NATIVE)
         src = D.from_numpy_dtype(data.dtype)
         if src is None:
             raise TypeError(_unsupported_numpy(data.dtype))
         t = _from_values(np.ascontiguousarray(data), data.shape, dtype or src, device)
     else:
         shape, flat, kinds = [], [], set()
+        _check_nesting(data)
         _infer(data, shape, 0, flat, kinds)
         dt = dtype or _dtype_of(kinds)
         t = _from_values(flat, shape, dt, device, checked=True)
@@ -195,8 +229,7 @@ def from_numpy(ndarray):
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     if not ndarray.dtype.isnative:
-        raise ValueError("given numpy array has byte order different from the native byte order. "
-                         "Conversion between byte orders is currently not supported.")
+        raise ValueError(_NON_NATIVE)
     dt = D.from_numpy_dtype(ndarray.dtype)
     if dt is None:
         raise TypeError(_unsupported_numpy(ndarray.dtype))
@@ -225,6 +258,8 @@ def as_tensor(data, dtype=None, device=None):
     dtype and device; copy otherwise."""
     if isinstance(data, Tensor):
         return data.to(dtype or data._dtype, device=device or data._device)
+    if isinstance(data, np.ndarray) and not data.dtype.isnative:
+        raise ValueError(_NON_NATIVE)
     if isinstance(data, np.ndarray) and (device is None or _device(device) == CPU):
         src = D.from_numpy_dtype(data.dtype)
         if src is not None and (dtype is None or dtype is src) and all(s >= 0 for s in data.strides):

@@ -38,6 +38,10 @@ def to_dlpack(t, *, stream=None, max_version=None, dl_device=None, copy=None):
         dtype_code=t._dtype.code, device_type=int(dt), device_id=did, owner=t, versioned=versioned)
 
 
+_INVALID_CAPSULE = ("from_dlpack received an invalid capsule. Note that DLTensor capsules can be consumed only "
+                    "once, so you might have already constructed a tensor from it once.")
+
+
 def from_dlpack(ext_tensor):
     """A tensor sharing memory with any object that speaks DLPack (NumPy arrays, PyTorch
     tensors, ...) or with a DLPack capsule.
@@ -59,7 +63,12 @@ def from_dlpack(ext_tensor):
             stream = _backends.get(backends[code]).dlpack_consumer_stream(index)
         imp = _dlpack.from_dlpack_object(ext_tensor, stream=stream, accept=tuple(backends))
     else:
-        imp = _dlpack.from_dlpack_capsule(ext_tensor)
+        try:
+            imp = _dlpack.from_dlpack_capsule(ext_tensor)
+        except (TypeError, ValueError):
+            # not a capsule, not a DLPack capsule, or one already consumed: PyTorch cannot
+            # tell these apart either and says so in one message
+            raise RuntimeError(_INVALID_CAPSULE) from None
     dt = D.BY_CODE[imp.dtype_code]
     if imp.device_type == DLDeviceType.kDLCPU:
         dev = CPU

@@ -26,9 +26,12 @@ class Storage:
             return _backends.get(device.type).allocate(nbytes, device)
         # This runs once per op result, so it skips __init__ and the pointer casts: the
         # allocator hands back an integer address and takes one back (see runtime.c).
-        p = _alloc_addr(nbytes)
+        try:
+            p = _alloc_addr(nbytes)
+        except OverflowError:   # beyond size_t: no shape to name here, so say the bytes
+            p = 0
         if not p:
-            raise RuntimeError(f"[CPU allocator] out of memory: tried to allocate {nbytes} bytes")
+            raise out_of_memory(nbytes)
         s = _new(Storage)
         s.ptr = p
         s.nbytes = nbytes
@@ -67,6 +70,14 @@ class Storage:
         self.nbytes, other.nbytes = other.nbytes, self.nbytes
         self._free, other._free = other._free, self._free
         self._owner, other._owner = other._owner, self._owner
+
+
+def out_of_memory(nbytes):
+    """PyTorch's CPU allocation failure (DefaultCPUAllocator), naming the bytes asked for."""
+    if nbytes > (1 << 63) - 1:
+        return RuntimeError(f"Storage size calculation overflowed: tried to allocate {nbytes} bytes")
+    return RuntimeError(f"DefaultCPUAllocator: can't allocate memory: you tried to allocate {nbytes} bytes. "
+                        "Error code 12 (Cannot allocate memory)")
 
 
 _new = object.__new__

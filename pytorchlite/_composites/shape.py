@@ -3,6 +3,7 @@ triangles, take_along_dim, repeat_interleave, and the tensor and tuple forms of
 tensor_split, nonzero and where, written in views, cat, gather and index_select."""
 
 from pytorchlite import _dtype as D
+from pytorchlite._core import storage_overflowed as _storage_overflowed
 from pytorchlite._ops import ops as F
 
 
@@ -75,6 +76,11 @@ def repeat(self, repeats):
     for r, n in zip(reps, target):
         if r < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {target}")
+    # the result's size first: the expanded intermediate below has more dims and could fail
+    # with a different message
+    err = _storage_overflowed(target, self.dtype.itemsize)
+    if err is not None:
+        raise err
     inter, big = [], []
     for r, n in zip(reps, shape):
         inter += [1, n]

@@ -6,7 +6,7 @@ from pytorchlite._core import broadcast_shapes, copy_into, empty as _empty, over
 from pytorchlite._core import overlap_status as _overlap_status
 from pytorchlite._kernels.pointwise import _alloc
 from pytorchlite._memory_format import contiguous_format, preserve_format, check_memory_format
-from pytorchlite._core import TensorBase as Tensor, contiguous_strides, make, numel as _numel, scalar_tensor
+from pytorchlite._core import INT64_MAX, TensorBase as Tensor, contiguous_strides, make, numel as _numel, scalar_tensor
 
 
 def copy_(self, src, non_blocking=False):
@@ -97,9 +97,14 @@ def empty_preserving(t, dtype=None, device=None, memory_format=None):
     if fmt is contiguous_format or t.is_contiguous():
         return _empty(t._shape, dtype, device)
     stride = _dense_layout(t)
+    nbytes = _numel(t._shape) * dtype.itemsize
+    if nbytes > INT64_MAX:
+        # PyTorch allocates a preserved layout with empty_strided, whose message names strides
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(t._shape)} and "
+                           f"strides={list(stride)}")
     if stride == contiguous_strides(t._shape):
         return _empty(t._shape, dtype, device)
-    return make(_alloc(_numel(t._shape) * dtype.itemsize, device), t._shape, stride, 0, dtype)
+    return make(_alloc(nbytes, device), t._shape, stride, 0, dtype)
 
 
 def clone(self, memory_format=contiguous_format):

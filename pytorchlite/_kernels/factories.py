@@ -5,13 +5,16 @@ import math
 from pytorchlite import _backends
 from pytorchlite import _dtype as D
 from pytorchlite._device import CPU
-from pytorchlite._core import empty as _empty, fill
+from pytorchlite._core import INT64_MAX as _INT64_MAX, check_numel, empty as _empty, fill, make, storage_nbytes_strided
+from pytorchlite._storage import Storage
 from pytorchlite._core import contiguous_strides, copy_into  # noqa: F401
 
 
 def _check_size(op, size):
     for s in size:
         if s < 0:
+            if op == "zeros":   # PyTorch's zeros has its own wording
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
             raise RuntimeError(f"{op}(): Trying to create tensor with negative dimension {s}: {list(size)}")
 
 
@@ -72,6 +75,19 @@ def empty(size, dtype=None, layout=None, device=None, pin_memory=None, requires_
     _check_size("empty", size)
     _check_pin_memory(pin_memory)
     return _finish(_empty(tuple(size), dtype or D.get_default_dtype(), _dev(device)), requires_grad)
+
+
+def empty_strided(size, stride, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
+    _check_size("empty_strided", size)
+    if len(size) != len(stride):
+        raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of strides "
+                           f"({len(stride)})")
+    _check_pin_memory(pin_memory)
+    dtype = dtype or D.get_default_dtype()
+    nbytes = storage_nbytes_strided(size, stride, dtype.itemsize)   # PyTorch's checks, in its order:
+    st = Storage.allocate(nbytes, _dev(device))                     # bytes, allocation, element count
+    check_numel(size)
+    return _finish(make(st, tuple(size), tuple(stride), 0, dtype), requires_grad)
 
 
 def _full(op, size, value, dtype, device, requires_grad, pin_memory=None):
@@ -154,7 +170,7 @@ def arange(start, end=None, step=1, dtype=None, layout=None, device=None, pin_me
     _check_pin_memory(pin_memory)
     if end is None:
         start, end = 0, start
-    if step == 0:
+    if not (step > 0 or step < 0):      # 0 or NaN
         raise RuntimeError("arange(): step must be nonzero")
     for name, v in (("start", start), ("end", end)):
         if isinstance(v, float) and not math.isfinite(v):
@@ -165,31 +181,53 @@ def arange(start, end=None, step=1, dtype=None, layout=None, device=None, pin_me
         dtype = D.get_default_dtype() if any(isinstance(v, float) for v in (start, end, step)) else D.int64
     if dtype is D.bool:
         raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
-    if dtype.is_floating_point:
+    if dtype is D.int64:
+        # start, end and step are truncated to int64 (PyTorch's accumulate type) and the
+        # length is computed in int64 arithmetic, which wraps as in C
+        for v in (start, end, step):
+            if isinstance(v, int) and not -2 ** 63 <= v <= _INT64_MAX:
+                if not -2 ** 63 <= v < 2 ** 64:     # beyond what PyTorch's Scalar holds at all
+                    raise OverflowError("int too big to convert")
+                raise RuntimeError("value cannot be converted to type int64_t without overflow")
+        xstart, xend, xstep = int(start), int(end), int(step)
+        if xstep == 0:
+            raise ValueError("arange(): step must be nonzero")
+        sgn = (xstep > 0) - (xstep < 0)
+        num = _wrap_int64(xend - xstart + xstep - sgn)
+        size_d = float(abs(num) // abs(xstep) * (1 if (num >= 0) == (xstep > 0) else -1))  # C's truncating division
+    else:
         # PyTorch computes the length in double precision
-        n = int(math.ceil((end - start) / step))
+        q = (float(end) - float(start)) / float(step)
+        size_d = float(math.ceil(q)) if math.isfinite(q) else q
+    if not 0 <= size_d <= float(_INT64_MAX):
+        raise RuntimeError("invalid size, possible overflow?")
+    n = int(size_d)
+    if n > _INT64_MAX:
+        # float(INT64_MAX) is 2**63, which C's cast to int64_t turns into INT64_MIN
+        raise RuntimeError("IntArrayRef contains an int that cannot be represented as a SymInt: "
+                           "-9223372036854775808")
+    t = _empty((n,), dtype, _dev(device))    # before the values: a huge n fails here, as in PyTorch
+    if dtype.is_floating_point:
         vals = start + np.arange(n, dtype=np.float64) * step
     else:
-        # integer results: start, end and step are first truncated to integers (PyTorch's
-        # accumulate type); int64 sizes the result with integer arithmetic on them, the
-        # narrower types from the double values as given
-        xstart, xend, xstep = int(start), int(end), int(step)
-        if dtype is D.int64:
-            if xstep == 0:
-                raise ValueError("arange(): step must be nonzero")
-            sgn = (xstep > 0) - (xstep < 0)
-            num = xend - xstart + xstep - sgn
-            n = abs(num) // abs(xstep) * (1 if (num >= 0) == (xstep > 0) else -1)   # C's truncating division
-        else:
-            n = int(math.ceil((end - start) / step))
-        vals = (np.arange(n, dtype=np.int64) * xstep + xstart)   # narrower dtypes wrap, as in C
-    t = _empty((n,), dtype, _dev(device))
+        vals = (np.arange(n, dtype=np.int64) * int(step) + int(start))   # narrower dtypes wrap, as in C
     return _finish(_values_into(t, vals), requires_grad)
+
+
+def _wrap_int64(v):
+    return ((v + 2 ** 63) & ((1 << 64) - 1)) - 2 ** 63
+
+
+def _check_int64(v):
+    """PyTorch's parser of an int argument (THPUtils_unpackLong) refuses values beyond int64."""
+    if not -2 ** 63 <= v <= _INT64_MAX:
+        raise ValueError("Overflow when unpacking long long")
 
 
 def linspace(start, end, steps, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
     import numpy as np
     _check_pin_memory(pin_memory)
+    _check_int64(steps)
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
     dtype = dtype or D.get_default_dtype()
@@ -215,8 +253,15 @@ def eye(n, m=None, dtype=None, layout=None, device=None, pin_memory=None, requir
     _check_pin_memory(pin_memory)
     if m is None:
         m = n
-    if n < 0 or m < 0:
-        raise RuntimeError(f"eye(): n must be greater or equal to 0, got {min(n, m)}")
+    _check_int64(n)
+    _check_int64(m)
+    if n < 0:
+        raise RuntimeError(f"eye(): n must be greater or equal to 0, got {n}")
+    if m < 0:
+        raise RuntimeError(f"eye(): m must be greater or equal to 0, got {m}")
     dtype = dtype or D.get_default_dtype()
+    check_numel((n, m))    # PyTorch resizes an empty tensor: the element count is checked first
     t = _empty((n, m), dtype, _dev(device))
+    if not n or not m:      # (NumPy refuses np.eye(0, 2**62) although it holds nothing)
+        return _finish(t, requires_grad)
     return _finish(_values_into(t, np.eye(n, m)), requires_grad)

@@ -21,7 +21,8 @@ from pytorchlite._kernels import pointwise_checks as _checks
 from pytorchlite._core import (  # noqa: F401  (copy_into, to_dtype: used by the CUDA pointwise path)
     TensorBase as Tensor, broadcast_shapes, contiguous_strides, copy_into, descriptors as _descs,
     empty as _empty, expand_strides, make, numel as _numel, overlaps as _overlaps, scalar_pair as _scalar_arg,
-    scalar_tensor, to_dtype)
+    scalar_tensor, self_overlapping as _self_overlapping, to_dtype)
+from pytorchlite._core import INT64_MAX as _INT64_MAX, storage_overflowed as _storage_overflowed
 
 _BOOL = D.bool
 _NUMBER = (bool, int, float)
@@ -225,6 +226,8 @@ def _run_strided(op, operands, scalars):
     if chk is not None:
         chk(op, operands, scalars, dt)
     shape, n, out_strides, shape_arr, strides = geo
+    if n * out_dt.itemsize > _INT64_MAX:     # a broadcast of expanded views can be huge
+        raise _storage_overflowed(shape, out_dt.itemsize)
     st = _alloc(n * out_dt.itemsize, _CPU)
     res = make(st, shape, out_strides, 0, out_dt, None, True)
     descs = _new_desc_array("ptl_tensor[]", len(operands) + 1)

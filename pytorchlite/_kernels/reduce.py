@@ -16,7 +16,7 @@ import warnings
 from pytorchlite import _dtype as D
 from pytorchlite._argparse import wrap_dim
 from pytorchlite._C import MAX_DIMS, check, ffi, lib, new_descriptors as _new_descs
-from pytorchlite._core import check_ndim, copy_into, to_dtype
+from pytorchlite._core import check_ndim, copy_into, empty as _empty, to_dtype
 from pytorchlite._storage import Storage
 from pytorchlite._device import CPU as _CPU
 from pytorchlite._core import contiguous_strides, make, numel as _numel
@@ -69,8 +69,7 @@ def _fill(d, t, shape, stride):
 
 
 def _new_tensor(shape, dtype, device):
-    st = Storage.allocate(_numel(shape) * dtype.itemsize, device)
-    return make(st, shape, contiguous_strides(shape), 0, dtype, None, True)
+    return _empty(shape, dtype, device)
 
 
 def _check_cpu(op, x):
@@ -115,8 +114,7 @@ def _launch(code, op, x, dims, keepdim, out_dtype, arg=0.0, aux_dtype=None, aux_
         kshape = tuple(1 if d in dims else s for d, s in enumerate(shape))
         fshape = kshape if keepdim else tuple(s for d, s in enumerate(shape) if d not in dims)
         kstride = contiguous_strides(kshape)
-    out = make(Storage.allocate(_numel(fshape) * out_dtype.itemsize, _CPU), fshape, contiguous_strides(fshape), 0,
-               out_dtype, None, True)
+    out = _empty(fshape, out_dtype, _CPU)
     aux = aux_in
     if aux_dtype is not None:
         aux = _new_tensor(fshape, aux_dtype, x._device)

@@ -11,7 +11,8 @@ with pytorchlite._argparse.wrap_dim, which raises PyTorch's IndexError.
 """
 
 from pytorchlite._argparse import wrap_dim
-from pytorchlite._core import contiguous_strides, copy_into, make, numel as _numel
+from pytorchlite._core import (check_numel, contiguous_strides, copy_into, make, numel as _numel,
+                               storage_nbytes_strided, storage_overflowed)
 from pytorchlite._views import make_view
 
 
@@ -32,6 +33,8 @@ def infer_size(shape, numel):
             raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
     if numel == newsize or (infer is not None and newsize > 0 and numel % newsize == 0):
         if infer is None:
+            if not numel and len(shape) > 2:
+                check_numel(shape)    # a 0 in the shape can hide an overflowing product
             return tuple(shape)
         if newsize == 0:
             raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} because the "
@@ -193,6 +196,8 @@ def unflatten(self, dim, sizes):
     try:
         inferred = infer_size(sizes, size)
     except RuntimeError as e:
+        if str(e).startswith("numel:"):
+            raise
         if "is invalid for input of size" in str(e):
             raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
                                f"{d} ({size}) in the input tensor") from None
@@ -282,6 +287,7 @@ def expand(self, size, implicit=False):
                            f"dimensions in the tensor ({tdim})")
     shape = [0] * nd
     stride = [0] * nd
+    expanded = False
     for i in range(nd - 1, -1, -1):
         d = tdim - nd + i
         if d >= 0:
@@ -300,9 +306,13 @@ def expand(self, size, implicit=False):
                                    f"at non-singleton dimension {i}.  Target sizes: {list(size)}.  "
                                    f"Tensor sizes: {list(self._shape)}")
             n, s = target, 0
-        if n < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
+            expanded = True
         shape[i], stride[i] = n, s
+    if expanded:
+        check_numel(shape)     # expanding can name more elements than int64 counts
+        for n in shape:
+            if n < 0:
+                raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
     return _restride(self, shape, stride)
 
 
@@ -504,13 +514,9 @@ def as_strided(self, size, stride, storage_offset=None):
     if any(s < 0 for s in stride):
         raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, got strides: "
                            f"{list(stride)}")
-    if any(n < 0 for n in size):
-        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and strides={list(stride)}")
     item = self._dtype.itemsize
-    if 0 in size:
-        need = 0
-    else:
-        need = item * (offset + 1 + sum((n - 1) * s for n, s in zip(size, stride)))
+    need = storage_nbytes_strided(size, stride, item, offset)   # PyTorch's checked (uint64) arithmetic
+    check_numel(size)
     have = self._storage.nbytes
     if need > have:
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
@@ -593,10 +599,14 @@ def resize_(self, size, memory_format=None):
     holds) when too small. Every tensor on that storage sees the new memory, as in PyTorch."""
     if self._requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
+    shape = tuple(size)
+    check_numel(shape)     # PyTorch checks the count first (a negative size wraps to a huge one)
     for n in size:
         if n < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(size)}")
-    shape = tuple(size)
+    err = storage_overflowed(shape, self._dtype.itemsize)
+    if err is not None:
+        raise err
     need = (self._offset + _numel(shape)) * self._dtype.itemsize
     st = self._storage
     if need > st.nbytes:
