@@ -354,6 +354,10 @@ def _bindings(op, deriv=None):
             line = _check_line(name, a, var, pos if is_pos else None, a.name in op.tensor_scalars)
             if line:
                 lines.append(line)
+        if with_out and _is_factory(op):
+            # a factory's out= decides its dtype and device (torch.zeros(3, out=t) makes t's
+            # dtype, computed in it: linspace into float64 is not float32 cast afterwards)
+            lines.append(f"if out is not None: dtype, device = _a.factory_out({name!r}, dtype, device, out)")
         argvars = []
         for a in op.schema.arguments:
             if a in outs:
@@ -427,7 +431,12 @@ def _bindings(op, deriv=None):
                     run.append(f"_result = _a.write_inplace({name + '_'!r}, _result, self)")
                 lines.extend(binding_lines(deriv, op, var_of, run, mutates, with_out, runs_kernel=True))
             lines.append(f"_result = {kcall}")
-            lines.append(_finish(name, inplace, with_out, written=written))
+            if with_out and _is_factory(op):
+                # PyTorch resizes a factory's out= without the resize warning
+                lines.append(f"return _result if out is None else _a.write_out({name!r}, _result, out, "
+                             f"warn_resize=False)")
+            else:
+                lines.append(_finish(name, inplace, with_out, written=written))
         else:
             if method:
                 lines.insert(0, "input = self")
@@ -457,6 +466,13 @@ def _bindings(op, deriv=None):
         form = "inplace" if inplace else ("method" if method else "function")
         out.append(Binding(pyname, sig, lines, doc, op=op, form=form, varargs=varargs, with_out=with_out))
     return out
+
+
+def _is_factory(op):
+    """An operator taking PyTorch's tensor options (dtype and device keywords): a factory."""
+    names = {a.name: a for a in op.schema.arguments}
+    return ("dtype" in names and names["dtype"].type.base == "ScalarType" and "device" in names
+            and names["device"].type.base == "Device")
 
 
 def _public_name(op):

@@ -221,17 +221,31 @@ def factory_device(dev):
     return dev if isinstance(dev, _device) else _device(dev)
 
 
+def factory_out(op, dtype, device, out):
+    """A factory called with out=: the dtype and device it computes in are out's (PyTorch's
+    rule); a dtype= that differs from out's is refused with PyTorch's message."""
+    if not isinstance(out, _Tensor):
+        raise type_error(op, "out", None, "Tensor", out)
+    if dtype is None:
+        dtype = out._dtype
+    elif dtype is not out._dtype:
+        raise RuntimeError(f"dtype {dtype._torch_name} does not match dtype of out parameter "
+                           f"({out._dtype._torch_name})")
+    return dtype, (out._device if device is None else device)
+
+
 def _check_cast(op, src_dtype, dst):
     if not D.can_cast(src_dtype, dst._dtype):
         raise RuntimeError(f"result type {src_dtype._torch_name} can't be cast to the desired output type "
                            f"{dst._dtype._torch_name}")
 
 
-def resize_out(op, out, shape):
-    """PyTorch resizes a wrong-shaped out= tensor (warning when it held elements)."""
+def resize_out(op, out, shape, warn=True):
+    """PyTorch resizes a wrong-shaped out= tensor (warning when it held elements, except
+    for factories, whose out= is resized silently)."""
     if out._shape == shape:
         return
-    if out.numel() != 0:
+    if warn and out.numel() != 0:
         warnings.warn(
             f"An output with one or more elements was resized since it had shape {list(out._shape)}, which does "
             f"not match the required output shape {list(shape)}. This behavior is deprecated, and in a future "
@@ -294,7 +308,7 @@ def check_write(dst, inputs, mode):
             check_write(dst, t, mode)
 
 
-def write_out(op, result, out, inputs=(), overlap=PARTIAL, dtype_error=None, cast_error=None):
+def write_out(op, result, out, inputs=(), overlap=PARTIAL, dtype_error=None, cast_error=None, warn_resize=True):
     """Write the functional `result` into `out=` (a tensor, or a tuple for several
     results) as PyTorch does: its dtype rule (`dtype_error`: the exact dtype, with that
     message; else a cast the result allows, refused with `cast_error`, "TypeError: <message>",
@@ -318,7 +332,7 @@ def write_out(op, result, out, inputs=(), overlap=PARTIAL, dtype_error=None, cas
         out._vc[0] += 1
         return out
     _check_out_dtype(op, result, out, dtype_error, cast_error)
-    resize_out(op, out, result._shape)
+    resize_out(op, out, result._shape, warn_resize)
     check_write(out, inputs, overlap)
     out.copy_(result)
     return out
