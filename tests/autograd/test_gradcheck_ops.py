@@ -15,6 +15,7 @@ import gc
 import math
 import os
 import weakref
+import zlib
 
 import numpy as np
 import pytest
@@ -38,6 +39,15 @@ COMPOSITES = sorted(op.full_name for op in OPS if op.kind in ("composite", "alia
                     and any(a.type.base == "Tensor" for a in op.schema.arguments))
 
 _rng = np.random.default_rng(1234)
+
+
+@pytest.fixture(autouse=True)
+def _inputs_of_this_test(request):
+    """Each test draws its inputs from its own seed (its id), so that they do not depend on
+    which tests ran before it (--ptl-order): a shared stream once gave _div_trunc, in another
+    order, a quotient within eps of an integer, where finite differences cross the jump."""
+    global _rng
+    _rng = np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
 # --- inputs ---------------------------------------------------------------------------------
