@@ -8,7 +8,7 @@ import operator
 import warnings
 
 from pytorchlite import _dtype as D
-from pytorchlite._core import TensorBase as _Tensor, overlap_status
+from pytorchlite._core import TensorBase as _Tensor, overlap_status, self_overlapping
 from pytorchlite._device import CPU, device as _device
 
 
@@ -294,10 +294,8 @@ def check_write(dst, inputs, mode):
     the exact test runs only for an input on dst's very storage."""
     if not mode:
         return
-    if 0 in dst._stride:
-        for n, s in zip(dst._shape, dst._stride):
-            if s == 0 and n > 1:
-                raise RuntimeError(INTERNAL_OVERLAP)
+    if 0 in dst._stride and self_overlapping(dst):
+        raise RuntimeError(INTERNAL_OVERLAP)
     st = dst._storage
     for t in inputs:
         if getattr(t, "_storage", None) is st:

@@ -1,7 +1,7 @@
 """Kernel entries for copying: copy_, _to_copy (dtype/device conversion), clone, contiguous."""
 
 from pytorchlite import _backends
-from pytorchlite._argparse import PARTIAL_OVERLAP
+from pytorchlite._argparse import INTERNAL_OVERLAP, PARTIAL_OVERLAP
 from pytorchlite._core import broadcast_shapes, copy_into, empty as _empty, overlaps as _overlaps, self_overlapping as _self_overlapping
 from pytorchlite._core import overlap_status as _overlap_status
 from pytorchlite._kernels.pointwise import _alloc
@@ -16,8 +16,7 @@ def copy_(self, src, non_blocking=False):
     if shape != self._shape:
         raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast shape {list(shape)}")
     if _self_overlapping(self) and self.numel() > 1:
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                           "single memory location. Please clone() the tensor before performing the operation.")
+        raise RuntimeError(INTERNAL_OVERLAP)
     if src._storage is self._storage:
         if _overlap_status(self, src) == 1:     # PyTorch's TensorIterator rule, as for every write
             raise RuntimeError(PARTIAL_OVERLAP)

@@ -21,7 +21,7 @@ from pytorchlite._kernels import pointwise_checks as _checks
 from pytorchlite._core import (  # noqa: F401  (copy_into, to_dtype: used by the CUDA pointwise path)
     TensorBase as Tensor, broadcast_shapes, contiguous_strides, copy_into, descriptors as _descs,
     empty as _empty, expand_strides, make, numel as _numel, overlaps as _overlaps, scalar_pair as _scalar_arg,
-    scalar_tensor, self_overlapping as _self_overlapping, to_dtype)
+    scalar_tensor, to_dtype)
 from pytorchlite._core import INT64_MAX as _INT64_MAX, storage_overflowed as _storage_overflowed
 
 _BOOL = D.bool
