@@ -431,12 +431,7 @@ def _bindings(op, deriv=None):
                     run.append(f"_result = _a.write_inplace({name + '_'!r}, _result, self)")
                 lines.extend(binding_lines(deriv, op, var_of, run, mutates, with_out, runs_kernel=True))
             lines.append(f"_result = {kcall}")
-            if with_out and _is_factory(op):
-                # PyTorch resizes a factory's out= without the resize warning
-                lines.append(f"return _result if out is None else _a.write_out({name!r}, _result, out, "
-                             f"warn_resize=False)")
-            else:
-                lines.append(_finish(name, inplace, with_out, written=written))
+            lines.append(_finish(name, inplace, with_out, written=written, factory=_is_factory(op)))
         else:
             if method:
                 lines.insert(0, "input = self")
@@ -508,11 +503,13 @@ class _WriteRule:
                 + (f", cast_error={self.cast_error!r}" if self.cast_error else ""))
 
 
-def _finish(name, inplace, with_out, target="self", written=None):
+def _finish(name, inplace, with_out, target="self", written=None, factory=False):
     if inplace:
         return f"return _a.write_inplace({name + '_'!r}, _result, {target})"
     if with_out:
         extra = written.out_args() if written is not None else ""
+        if factory:     # PyTorch resizes a factory's out= without the resize warning
+            extra += ", warn_resize=False"
         return f"return _result if out is None else _a.write_out({name!r}, _result, out{extra})"
     return "return _result"
 
