@@ -1,0 +1,368 @@
+"""The recorder: what the profiler sees while it records, kept as cheap raw tuples.
+
+Sources, each a hook that costs nothing (or one test) while no recorder is active:
+
+* operators: an interception handler (pytorchlite._intercept) around every binding call;
+* autograd nodes: the engine's node observer (autograd/engine.py `set_node_observer`);
+* user ranges, optimizer steps, DataLoader fetches: `record_function`, which checks one
+  module global (`_active`) and does nothing when it is None;
+* CPU memory: the allocation/free functions of pytorchlite._storage are swapped for
+  recording ones while memory is profiled (storages made then free through them);
+* CUDA memory and kernels: the observers of pytorchlite.cuda._allocator and
+  pytorchlite.cuda._launch, set only when the CUDA backend is already imported.
+
+Recording appends one tuple per event; names, shapes and the event tree are worked out
+when the recording stops (`Recorder.finish`), so the hot path stays near 1 us an event.
+"""
+
+import threading
+import time
+
+from pytorchlite import _intercept, _storage
+from pytorchlite._C import ffi as _ffi, lib as _lib
+from pytorchlite._core import TensorBase
+from pytorchlite.autograd import engine as _engine, graph as _graph
+
+_pc = time.perf_counter_ns
+_tid = threading.get_native_id
+
+_active = None      # the Recorder that is recording, or None (read by record_function)
+
+# PyTorch's spelling of dtypes in "Input type" (c10's ScalarType names as the C++ types print)
+_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+               "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+               "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+               "complex128": "c10::complex<double>"}
+
+
+def type_name(dtype):
+    return _TYPE_NAMES.get(dtype.name, dtype.name)
+
+
+def describe_inputs(args):
+    """("Input Dims", "Input type") of an operator's arguments, as PyTorch records them:
+    a tensor's sizes and dtype, a number as Scalar, a list of numbers as ScalarList, a list
+    of tensors as their sizes and TensorList, anything else (None, a dtype) as []/""."""
+    dims, types = [], []
+    for a in args:
+        if isinstance(a, TensorBase):
+            dims.append(list(a._shape))
+            types.append(type_name(a._dtype))
+        elif isinstance(a, (bool, int, float, complex)):
+            dims.append([])
+            types.append("Scalar")
+        elif isinstance(a, (list, tuple)) and a and all(isinstance(x, TensorBase) for x in a):
+            dims.append([list(x._shape) for x in a])
+            types.append("TensorList")
+        elif isinstance(a, (list, tuple)) and all(isinstance(x, (bool, int, float)) for x in a):
+            dims.append([])
+            types.append("ScalarList")
+        else:
+            dims.append([])
+            types.append("")
+    return dims, types
+
+
+def _grad_fn_of(res):
+    if isinstance(res, TensorBase):
+        return res._grad_fn
+    if isinstance(res, tuple) and res and isinstance(res[0], TensorBase):
+        return res[0]._grad_fn
+    return None
+
+
+class Recorder:
+    """One recording: start() installs the hooks, stop() removes them; `ops`, `nodes`,
+    `ranges`, `memory` and `kernels` hold the raw events (nanoseconds of perf_counter)."""
+
+    def __init__(self, record_shapes=False, profile_memory=False, with_stack=False, cuda=False):
+        self.record_shapes = record_shapes
+        self.profile_memory = profile_memory
+        self.with_stack = with_stack
+        self.cuda = cuda
+        # raw events
+        self.ops = []          # (site, tid, t0, t1, dims, types, seq, stack)
+        self.nodes = []        # (name, seq, tid, t0, t1)
+        self.ranges = []       # (name, cat, tid, t0, t1)
+        self.memory = []       # (t, tid, addr, bytes, total_allocated, total_reserved, device_type, index, call)
+        self.kernels = []      # (device index, stream, name, start event, end event, launch t, tid)
+        self._cuda_refs = {}   # device index -> (backend, reference event, host t)
+        self.thread_names = {}
+        self.start_ns = self.stop_ns = None
+        self.wall_offset_ns = 0
+        self._claimed = set()
+        self._handler = None
+        self._saved_alloc = None
+        self._cuda_hooks = None
+
+    # -- operators ----------------------------------------------------------------------------
+    def _make_handler(self):
+        append = self.ops.append
+        claimed = self._claimed
+        first_seq = next(_graph._sequence)      # nodes made before the recording are not ours
+        pc, tid = _pc, _tid
+        shapes = self.record_shapes
+        stack = self.with_stack
+
+        def on_op(site, args, run):
+            dims = types = where = None
+            if shapes:
+                dims, types = describe_inputs(args)
+            if stack:
+                where = _python_stack()
+            t0 = pc()
+            try:
+                res = run(args)
+            except BaseException:
+                append((site, tid(), t0, pc(), dims, types, None, where))
+                raise
+            t1 = pc()
+            seq = None
+            fn = _grad_fn_of(res)
+            # the innermost operator whose result carries a node made during the recording
+            # created it (a composite returns its last part's node: that part claims it first)
+            if fn is not None:
+                s = fn._seq
+                if s >= first_seq and s not in claimed:
+                    claimed.add(s)
+                    seq = s
+            append((site, tid(), t0, t1, dims, types, seq, where))
+            return res
+
+        return on_op
+
+    # -- autograd nodes -----------------------------------------------------------------------
+    def node_begin(self, node):
+        return _pc()
+
+    def node_end(self, node, t0):
+        if type(node) is not _graph.GraphRoot:    # the engine's own start, not a node of the graph
+            self.nodes.append((node.name(), node._seq, _tid(), t0, _pc()))
+
+    # -- memory -------------------------------------------------------------------------------
+    def _install_cpu_memory(self):
+        raw_alloc, raw_free = _storage._alloc_addr, _storage._free_addr
+        self._saved_alloc = (raw_alloc, raw_free)
+        buf = _ffi.new("int64_t[6]")
+        stats = _lib.ptl_allocator_stats
+        append = self.memory.append
+        pc, tid = _pc, _tid
+        reserved = [0]
+        rec = self
+
+        def totals():
+            stats(buf)
+            return buf[0], buf[0] + buf[2]
+
+        reserved[0] = totals()[1]
+
+        def alloc_addr(nbytes):
+            p = raw_alloc(nbytes)
+            if p and rec.recording:
+                a, r = totals()
+                append((pc(), tid(), p, nbytes, a, r, 0, -1, r > reserved[0]))
+                reserved[0] = r
+            return p
+
+        def free_addr(p, nbytes):
+            raw_free(p, nbytes)
+            if rec.recording:
+                a, r = totals()
+                append((pc(), tid(), p, -nbytes, a, r, 0, -1, False))
+                reserved[0] = r
+
+        _storage._alloc_addr, _storage._free_addr = alloc_addr, free_addr
+
+    def cuda_alloc(self, allocator, block, device_call):
+        if self.recording:
+            self.memory.append((_pc(), _tid(), block.ptr, block.size, allocator.memory_allocated(),
+                                allocator.memory_reserved(), 1, allocator.backend.device_index, device_call))
+
+    def cuda_free(self, allocator, block):
+        if self.recording:
+            self.memory.append((_pc(), _tid(), block.ptr, -block.size, allocator.memory_allocated(),
+                                allocator.memory_reserved(), 1, allocator.backend.device_index, False))
+
+    # -- CUDA kernels (through CUDA events; NOT YET RUN ON A GPU) ------------------------------
+    # Each launch gets a timing event recorded on its stream before and after it. A device's
+    # first launch records a reference event on an idle device and notes the host clock, so
+    # that at stop() every kernel's start and end (cuEventElapsedTime from the reference)
+    # become host times: the device lanes of the trace line up with the host thread's.
+    def kernel_begin(self, launcher, kernel, stream):
+        index = launcher.index
+        ref = self._cuda_refs.get(index)
+        if ref is None:
+            be = _cuda_backend(index)
+            be.synchronize()
+            ev = be.event_create(True)
+            be.event_record(ev, be.default_stream())
+            be.event_synchronize(ev)
+            ref = self._cuda_refs[index] = (be, ev, _pc())
+        be = ref[0]
+        start = be.event_create(True)
+        be.event_record(start, stream)
+        return (start, _pc())
+
+    def kernel_end(self, launcher, kernel, stream, token):
+        be = self._cuda_refs[launcher.index][0]
+        end = be.event_create(True)
+        be.event_record(end, stream)
+        self.kernels.append((launcher.index, stream, kernel, token[0], end, token[1], _tid()))
+
+    def device_kernels(self):
+        """(device, stream, kernel name, start us, end us, launch ns, thread) of every kernel,
+        in microseconds since the recording started (waits for the device)."""
+        out = []
+        for index, stream, name, start, end, launch_t, tid in self.kernels:
+            be, ref, t_ref = self._cuda_refs[index]
+            be.event_synchronize(end)
+            ref_us = (t_ref - self.start_ns) / 1000.0
+            s_us = ref_us + be.event_elapsed_time(ref, start) * 1000.0
+            e_us = ref_us + be.event_elapsed_time(ref, end) * 1000.0
+            out.append((index, stream, name, s_us, e_us, launch_t, tid))
+        return out
+
+    def release_device_events(self):
+        for index, _stream, _name, start, end, _t, _tid in self.kernels:
+            be = self._cuda_refs[index][0]
+            be.event_destroy(start)
+            be.event_destroy(end)
+        for be, ref, _t in self._cuda_refs.values():
+            be.event_destroy(ref)
+        self.kernels = []
+        self._cuda_refs = {}
+
+    # -- start / stop -------------------------------------------------------------------------
+    recording = False
+
+    def start(self):
+        global _active
+        if _active is not None:
+            raise RuntimeError("Profiler is already enabled on this thread")
+        self.wall_offset_ns = time.time_ns() - _pc()
+        self.thread_names[_tid()] = threading.current_thread().name
+        self._handler = self._make_handler()
+        if self.profile_memory:
+            self._install_cpu_memory()
+        if self.cuda:
+            self._cuda_hooks = _install_cuda(self)
+        self.recording = True
+        self.start_ns = _pc()
+        _intercept.install(self._handler)
+        _engine.set_node_observer(self)
+        _active = self
+
+    def stop(self):
+        global _active
+        if not self.recording:
+            return
+        self.stop_ns = _pc()
+        self.recording = False
+        _active = None
+        _engine.set_node_observer(None)
+        _intercept.uninstall(self._handler)
+        if self._saved_alloc is not None:
+            _storage._alloc_addr, _storage._free_addr = self._saved_alloc
+            self._saved_alloc = None
+        if self._cuda_hooks is not None:
+            self._cuda_hooks()
+            self._cuda_hooks = None
+        for t in threading.enumerate():
+            if t.native_id is not None:
+                self.thread_names.setdefault(t.native_id, t.name)
+
+
+def _python_stack(limit=8):
+    """file(line): function of the Python frames above the profiler, innermost first."""
+    import sys
+    f = sys._getframe(2)
+    out = []
+    while f is not None and len(out) < limit:
+        co = f.f_code
+        if "pytorchlite" not in co.co_filename or "examples" in co.co_filename:
+            out.append(f"{co.co_filename}({f.f_lineno}): {co.co_name}")
+        f = f.f_back
+    return out
+
+
+def _cuda_backend(index):
+    from pytorchlite.cuda import _runtime
+    return _runtime._state(index).backend
+
+
+def _install_cuda(rec):
+    """Set the CUDA allocator's and launcher's observers if the backend is loaded; returns
+    the function that removes them."""
+    import sys
+    alloc_mod = sys.modules.get("pytorchlite.cuda._allocator")
+    launch_mod = sys.modules.get("pytorchlite.cuda._launch")
+    if alloc_mod is not None and rec.profile_memory:
+        alloc_mod.observer = rec
+    if launch_mod is not None:
+        launch_mod.observer = rec
+
+    def remove():
+        if alloc_mod is not None and alloc_mod.observer is rec:
+            alloc_mod.observer = None
+        if launch_mod is not None and launch_mod.observer is rec:
+            launch_mod.observer = None
+    return remove
+
+
+class record_function:
+    """A named range in the profile (torch.profiler.record_function / torch.autograd.
+    profiler.record_function): a context manager, and a decorator. With no profiler
+    recording it costs one global test.
+
+    >>> from pytorchlite.profiler import profile, record_function
+    >>> with profile() as prof:
+    ...     with record_function("my_block"):
+    ...         y = pytorchlite.ones(2) + 1
+    >>> [e.name for e in prof.events()][:2]
+    ['my_block', 'aten::ones']
+    """
+
+    def __init__(self, name, args=None):
+        if not isinstance(name, str):
+            raise TypeError(f"record_function(): argument 'name' must be str, not {type(name).__name__}")
+        self.name = name
+        self.args = args
+        self._rec = None
+        self._t0 = 0
+        self.cat = "user_annotation"
+
+    def __enter__(self):
+        rec = _active
+        if rec is not None:
+            self._rec = rec
+            self._t0 = _pc()
+        return self
+
+    def __exit__(self, *exc):
+        rec = self._rec
+        if rec is not None:
+            self._rec = None
+            if rec.recording:
+                rec.ranges.append((self.name, self.cat, _tid(), self._t0, _pc()))
+        return False
+
+    def __call__(self, fn):
+        import functools
+        name, cat = self.name, self.cat
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            rec = _active
+            if rec is None:
+                return fn(*args, **kwargs)
+            t0 = _pc()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if rec.recording:
+                    rec.ranges.append((name, cat, _tid(), t0, _pc()))
+        return wrapper
+
+
+def is_recording():
+    return _active is not None
