@@ -98,6 +98,7 @@ class FunctionEvent(_Formatted):
         self.id = id
         self.name = name
         self.key = name
+        self.trace_name = name
         self.thread = thread
         self.start_us = start_us
         self.end_us = end_us
@@ -392,7 +393,12 @@ def build_events(rec, kernels_host=None):
     spans = []                           # (t0, -t1, order, event)
     n = 0
     for name, cat, tid, t0, t1 in rec.ranges:
-        spans.append((t0, -t1, n, FunctionEvent(0, name, tid, us(t0), us(t1), cat=cat)))
+        ev = FunctionEvent(0, name, tid, us(t0), us(t1), cat=cat)
+        if name.startswith("ProfilerStep#"):
+            # PyTorch's tables and events group the steps as one name; the trace keeps each
+            ev.name = ev.key = "ProfilerStep*"
+        ev.trace_name = name
+        spans.append((t0, -t1, n, ev))
         n += 1
     for name, seq, tid, t0, t1 in rec.nodes:
         if seq >= _ACCUMULATE_SEQ:      # AccumulateGrad: made for a leaf, by no forward operator

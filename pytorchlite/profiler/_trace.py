@@ -74,7 +74,7 @@ def trace_dict(prof, path=None):
         if e.stack:
             args["Call stack"] = ";".join(e.stack)
         args["Ev Idx"] = ext - 1
-        out.append({"ph": "X", "cat": e.cat, "name": e.name, "pid": pid, "tid": e.thread, "ts": ts(e.start_us),
+        out.append({"ph": "X", "cat": e.cat, "name": e.trace_name, "pid": pid, "tid": e.thread, "ts": ts(e.start_us),
                     "dur": round(e.end_us - e.start_us, 3), "args": args})
         # the forward op that made node `seq` starts an arrow that ends on the node's own event
         # (the inner one of evaluate_function)
