@@ -475,3 +475,51 @@ def test_events_module_formatting():
     assert _events.format_time(1234.5) == "1.234ms" or _events.format_time(1234.5) == "1.235ms"
     assert _events.format_memory(2048) == "2.00 KB" and _events.format_memory(-12) == "-12 B"
     assert np.isclose(float(_events.format_time_share(1, 4)[:-1]), 25.0)
+
+
+# --- pictures and the example -------------------------------------------------------------------
+
+def test_plot_cli_writes_both_pictures(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from pytorchlite.profiler.__main__ import main
+    path = str(tmp_path / "t.json.gz")
+    _profiled_step(profile_memory=True).export_chrome_trace(path)
+    out = str(tmp_path / "lanes.png")
+    assert main(["plot", path, "-o", out]) == 0
+    for p in (tmp_path / "lanes.png", tmp_path / "lanes_memory.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "lanes_memory.png" in capsys.readouterr().out
+    # no memory events: only the timeline; a file that is not a trace: a clear error
+    path2 = str(tmp_path / "plain.json")
+    _profiled_step().export_chrome_trace(path2)
+    assert main(["plot", path2, "-o", str(tmp_path / "p.png"), "--memory", str(tmp_path / "m.png")]) == 0
+    assert (tmp_path / "p.png").exists() and not (tmp_path / "m.png").exists()
+    (tmp_path / "bad.json").write_text("{}")
+    assert main(["plot", str(tmp_path / "bad.json"), "-o", str(tmp_path / "x.png")]) == 1
+    assert "not a Chrome trace" in capsys.readouterr().err
+
+
+def test_memory_timeline_html(tmp_path):
+    pytest.importorskip("matplotlib")
+    with profile(activities=CPU, profile_memory=True) as prof:
+        ptl.ones(1000) * 2
+    path = tmp_path / "m.html"
+    prof.export_memory_timeline(str(path))
+    assert "data:image/png;base64," in path.read_text()
+
+
+def test_train_digits_profile_writes_trace_and_pictures(tmp_path, capsys):
+    pytest.importorskip("sklearn")
+    pytest.importorskip("matplotlib")
+    from examples_util import load_example
+    written = load_example("train_digits").main(["--profile", "--profile-steps", "2", "--out", str(tmp_path)])
+    assert [p.rsplit("/", 1)[1] for p in written] == ["digits_trace.json", "digits_timeline.png",
+                                                       "digits_timeline_memory.png"]
+    with open(written[0]) as f:
+        evs = json.load(f)["traceEvents"]
+    steps = {e["name"] for e in evs if e["ph"] == "X" and e["name"].startswith("ProfilerStep#")}
+    assert steps == {"ProfilerStep#2", "ProfilerStep#3"}
+    names = {e["name"] for e in evs if e["ph"] == "X"}
+    assert {"Optimizer.step#Adam.step", "aten::convolution", "autograd::engine::evaluate_function: "
+            "ConvolutionBackward0"} <= names
+    assert "Self CPU time total" in capsys.readouterr().out
