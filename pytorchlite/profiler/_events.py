@@ -4,6 +4,7 @@ EventList (with key_averages, total_average and table)."""
 
 import bisect
 
+from pytorchlite._intercept import site_of
 from pytorchlite.autograd.graph import _ACCUMULATE_SEQ
 
 __all__ = ["FunctionEvent", "FunctionEventAvg", "EventList", "build_events"]
@@ -390,10 +391,11 @@ def build_events(rec, kernels_host=None):
     time of the allocation. Times in microseconds since the recording started."""
     base = rec.start_ns
     us = lambda t: (t - base) / 1000.0   # noqa: E731
+    nid = rec.native_id
     spans = []                           # (t0, -t1, order, event)
     n = 0
     for name, cat, tid, t0, t1 in rec.ranges:
-        ev = FunctionEvent(0, name, tid, us(t0), us(t1), cat=cat)
+        ev = FunctionEvent(0, name, nid(tid), us(t0), us(t1), cat=cat)
         if name.startswith("ProfilerStep#"):
             # PyTorch's tables and events group the steps as one name; the trace keeps each
             ev.name = ev.key = "ProfilerStep*"
@@ -403,14 +405,15 @@ def build_events(rec, kernels_host=None):
     for name, seq, tid, t0, t1 in rec.nodes:
         if seq >= _ACCUMULATE_SEQ:      # AccumulateGrad: made for a leaf, by no forward operator
             seq = -1
+        tid = nid(tid)
         outer = FunctionEvent(0, "autograd::engine::evaluate_function: " + name, tid, us(t0), us(t1),
                               sequence_nr=seq, is_backward=True)
         inner = FunctionEvent(0, name, tid, us(t0), us(t1), sequence_nr=seq, is_backward=True)
         spans.append((t0, -t1, n, outer))
         spans.append((t0, -t1, n + 1, inner))
         n += 2
-    for site, tid, t0, t1, dims, types, seq, stack in rec.ops:
-        ev = FunctionEvent(0, _op_name(site), tid, us(t0), us(t1), input_shapes=dims, input_types=types,
+    for key, tid, t0, t1, dims, types, seq, stack in rec.ops:
+        ev = FunctionEvent(0, _op_name(site_of(key)), nid(tid), us(t0), us(t1), input_shapes=dims, input_types=types,
                            sequence_nr=-1 if seq is None else seq, stack=stack)
         spans.append((t0, -t1, n, ev))
         n += 1
@@ -434,11 +437,11 @@ def build_events(rec, kernels_host=None):
         starts.setdefault(ev.thread, []).append(ev)
     keys = {tid: [e.start_us for e in evs] for tid, evs in starts.items()}
     for t, tid, _addr, nbytes, _ta, _tr, dev_type, _idx, _call in rec.memory:
-        evs = starts.get(tid)
+        evs = starts.get(nid(tid))
         if not evs:
             continue
         tu = us(t)
-        i = bisect.bisect_right(keys[tid], tu) - 1
+        i = bisect.bisect_right(keys[nid(tid)], tu) - 1
         owner = None
         while i >= 0:
             cand = evs[i]
@@ -465,6 +468,7 @@ def build_events(rec, kernels_host=None):
     # CUDA kernels: each under the host event that launched it
     for k in (kernels_host or ()):
         index, stream, name, start_us, end_us, launch_t, tid = k
+        tid = nid(tid)
         kev = FunctionEvent(len(events), name, tid, start_us, end_us, cat="kernel", device_type="cuda",
                             device_index=index, stream=stream)
         kev.launch_us = us(launch_t)

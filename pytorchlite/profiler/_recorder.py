@@ -21,10 +21,13 @@ import time
 from pytorchlite import _intercept, _storage
 from pytorchlite._C import ffi as _ffi, lib as _lib
 from pytorchlite._core import TensorBase
+from pytorchlite._tensor import Tensor as _Tensor
 from pytorchlite.autograd import engine as _engine, graph as _graph
 
 _pc = time.perf_counter_ns
-_tid = threading.get_native_id
+# Events carry the thread's Python ident (a C call of some 60 ns); the native id the trace
+# shows costs a gettid system call (600 ns here), so it is looked up once per thread at stop.
+_tid = threading.get_ident
 
 _active = None      # the Recorder that is recording, or None (read by record_function)
 
@@ -63,6 +66,9 @@ def describe_inputs(args):
     return dims, types
 
 
+_MISSING = object()
+
+
 def _grad_fn_of(res):
     if isinstance(res, TensorBase):
         return res._grad_fn
@@ -81,13 +87,14 @@ class Recorder:
         self.with_stack = with_stack
         self.cuda = cuda
         # raw events
-        self.ops = []          # (site, tid, t0, t1, dims, types, seq, stack)
+        self.ops = []          # (Site.key, tid, t0, t1, dims, types, seq, stack)
         self.nodes = []        # (name, seq, tid, t0, t1)
         self.ranges = []       # (name, cat, tid, t0, t1)
         self.memory = []       # (t, tid, addr, bytes, total_allocated, total_reserved, device_type, index, call)
         self.kernels = []      # (device index, stream, name, start event, end event, launch t, tid)
         self._cuda_refs = {}   # device index -> (backend, reference event, host t)
-        self.thread_names = {}
+        self.thread_names = {}   # thread ident -> name
+        self.native_ids = {}     # thread ident -> native id
         self.start_ns = self.stop_ns = None
         self.wall_offset_ns = 0
         self._claimed = set()
@@ -103,33 +110,50 @@ class Recorder:
         pc, tid = _pc, _tid
         shapes = self.record_shapes
         stack = self.with_stack
+        missing = _MISSING
 
-        def on_op(site, args, run):
-            dims = types = where = None
-            if shapes:
-                dims, types = describe_inputs(args)
-            if stack:
-                where = _python_stack()
-            t0 = pc()
-            try:
-                res = run(args)
-            except BaseException:
-                append((site, tid(), t0, pc(), dims, types, None, where))
-                raise
-            t1 = pc()
-            seq = None
-            fn = _grad_fn_of(res)
+        def seq_of(res):
             # the innermost operator whose result carries a node made during the recording
             # created it (a composite returns its last part's node: that part claims it first)
+            fn = getattr(res, "_grad_fn", missing)
+            if fn is missing:
+                fn = _grad_fn_of(res)
             if fn is not None:
                 s = fn._seq
                 if s >= first_seq and s not in claimed:
                     claimed.add(s)
-                    seq = s
-            append((site, tid(), t0, t1, dims, types, seq, where))
+                    return s
+            return None
+
+        # Events hold the site's key, not the Site: a tuple of plain values leaves the
+        # garbage collector's lists, so a long recording does not slow every collection.
+        def on_op(site, args, run):
+            t0 = pc()
+            try:
+                res = run(args)
+            except BaseException:
+                append((site.key, tid(), t0, pc(), None, None, None, None))
+                raise
+            t1 = pc()
+            fn = getattr(res, "_grad_fn", None)
+            append((site.key, tid(), t0, t1, None, None, seq_of(res) if fn is not None or
+                    res.__class__ is not _Tensor else None, None))
             return res
 
-        return on_op
+        def on_op_detailed(site, args, run):
+            dims, types = describe_inputs(args) if shapes else (None, None)
+            where = _python_stack() if stack else None
+            t0 = pc()
+            try:
+                res = run(args)
+            except BaseException:
+                append((site.key, tid(), t0, pc(), dims, types, None, where))
+                raise
+            t1 = pc()
+            append((site.key, tid(), t0, t1, dims, types, seq_of(res), where))
+            return res
+
+        return on_op_detailed if (shapes or stack) else on_op
 
     # -- autograd nodes -----------------------------------------------------------------------
     def node_begin(self, node):
@@ -268,8 +292,14 @@ class Recorder:
             self._cuda_hooks()
             self._cuda_hooks = None
         for t in threading.enumerate():
-            if t.native_id is not None:
-                self.thread_names.setdefault(t.native_id, t.name)
+            if t.ident is not None:
+                self.native_ids[t.ident] = t.native_id if t.native_id is not None else t.ident
+                self.thread_names.setdefault(t.ident, t.name)
+
+    def native_id(self, ident):
+        """The operating system's id of a thread seen while recording (its Python ident if
+        it ended before the recording stopped)."""
+        return self.native_ids.get(ident, ident)
 
 
 def _python_stack(limit=8):

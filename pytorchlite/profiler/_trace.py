@@ -38,10 +38,11 @@ def trace_dict(prof, path=None):
     out.append({"ph": "M", "name": "process_labels", "ts": meta_ts, "pid": pid, "tid": 0, "args": {"labels": "CPU"}})
     out.append({"ph": "M", "name": "process_sort_index", "ts": meta_ts, "pid": pid, "tid": 0,
                 "args": {"sort_index": pid}})
+    names = {rec.native_id(ident): name for ident, name in rec.thread_names.items()}
     threads = sorted({e.thread for e in events if e.device_type == "cpu"} |
-                     {m[1] for m in rec.memory})
+                     {rec.native_id(m[1]) for m in rec.memory})
     for tid in threads:
-        tname = rec.thread_names.get(tid, "python")
+        tname = names.get(tid, "python")
         out.append({"ph": "M", "name": "thread_name", "ts": meta_ts, "pid": pid, "tid": tid,
                     "args": {"name": f"thread {tid} ({tname})"}})
         out.append({"ph": "M", "name": "thread_sort_index", "ts": meta_ts, "pid": pid, "tid": tid,
@@ -88,7 +89,8 @@ def trace_dict(prof, path=None):
                             "cat": "fwdbwd", "name": "fwdbwd", "bp": "e"})
     n = len(events)
     for t, tid, addr, nbytes, total_a, total_r, dev_type, index, call in rec.memory:
-        out.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": pid, "tid": tid,
+        out.append({"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": pid,
+                    "tid": rec.native_id(tid),
                     "ts": ts((t - rec.start_ns) / 1000.0),
                     "args": {"Total Reserved": total_r, "Total Allocated": total_a, "Bytes": nbytes,
                              "Device Id": index, "Device Type": dev_type, "Addr": addr,
