@@ -5,6 +5,7 @@ EventList (with key_averages, total_average and table)."""
 import bisect
 
 from pytorchlite._intercept import site_of
+from pytorchlite.profiler._recorder import dims_as_lists
 from pytorchlite.autograd.graph import _ACCUMULATE_SEQ
 
 __all__ = ["FunctionEvent", "FunctionEventAvg", "EventList", "build_events"]
@@ -413,7 +414,8 @@ def build_events(rec, kernels_host=None):
         spans.append((t0, -t1, n + 1, inner))
         n += 2
     for key, tid, t0, t1, dims, types, seq, stack in rec.ops:
-        ev = FunctionEvent(0, _op_name(site_of(key)), nid(tid), us(t0), us(t1), input_shapes=dims, input_types=types,
+        ev = FunctionEvent(0, _op_name(site_of(key)), nid(tid), us(t0), us(t1),
+                           input_shapes=None if dims is None else dims_as_lists(dims), input_types=types,
                            sequence_nr=-1 if seq is None else seq, stack=stack)
         spans.append((t0, -t1, n, ev))
         n += 1

@@ -45,25 +45,44 @@ def type_name(dtype):
 def describe_inputs(args):
     """("Input Dims", "Input type") of an operator's arguments, as PyTorch records them:
     a tensor's sizes and dtype, a number as Scalar, a list of numbers as ScalarList, a list
-    of tensors as their sizes and TensorList, anything else (None, a dtype) as []/""."""
+    of tensors as their sizes and TensorList, anything else (None, a dtype) as []/"".
+    Sizes are kept as the tensors' (immutable) size tuples; `dims_as_lists` turns them into
+    lists when the recording is read."""
     dims, types = [], []
     for a in args:
         if isinstance(a, TensorBase):
-            dims.append(list(a._shape))
-            types.append(type_name(a._dtype))
+            dims.append(a._shape)
+            dt = a._dtype
+            types.append(_TYPE_BY_DTYPE.get(dt) or _type_of(dt))
+        elif a is None:
+            dims.append(())
+            types.append("")
         elif isinstance(a, (bool, int, float, complex)):
-            dims.append([])
+            dims.append(())
             types.append("Scalar")
         elif isinstance(a, (list, tuple)) and a and all(isinstance(x, TensorBase) for x in a):
-            dims.append([list(x._shape) for x in a])
+            dims.append([x._shape for x in a])
             types.append("TensorList")
         elif isinstance(a, (list, tuple)) and all(isinstance(x, (bool, int, float)) for x in a):
-            dims.append([])
+            dims.append(())
             types.append("ScalarList")
         else:
-            dims.append([])
+            dims.append(())
             types.append("")
     return dims, types
+
+
+_TYPE_BY_DTYPE = {}
+
+
+def _type_of(dtype):
+    name = _TYPE_BY_DTYPE[dtype] = type_name(dtype)
+    return name
+
+
+def dims_as_lists(dims):
+    """The recorded sizes as PyTorch's nested lists."""
+    return [[list(x) for x in d] if isinstance(d, list) else list(d) for d in dims]
 
 
 _MISSING = object()
