@@ -523,3 +523,16 @@ def test_train_digits_profile_writes_trace_and_pictures(tmp_path, capsys):
     assert {"Optimizer.step#Adam.step", "aten::convolution", "autograd::engine::evaluate_function: "
             "ConvolutionBackward0"} <= names
     assert "Self CPU time total" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("obj", ["module", "schedule", "record_function"])
+def test_docstring_examples_run(obj):
+    import doctest
+    import pytorchlite.profiler as P
+    target = {"module": P, "schedule": P.schedule, "record_function": P.record_function}[obj]
+    finder = doctest.DocTestFinder(recurse=False)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS)
+    for test in finder.find(target, obj, globs={"pytorchlite": ptl}):
+        runner.run(test)
+    res = runner.summarize(verbose=False)
+    assert res.attempted > 0 and res.failed == 0

@@ -75,6 +75,7 @@ def schedule(*, wait, warmup, active, repeat=0, skip_first=0, skip_first_wait=0)
     recorded steps (the last of which is RECORD_AND_SAVE: on_trace_ready is called after
     it), `repeat` cycles (0: until the profiler stops).
 
+    >>> from pytorchlite.profiler import schedule
     >>> s = schedule(wait=1, warmup=1, active=2)
     >>> [s(i).name for i in range(5)]
     ['NONE', 'WARMUP', 'RECORD', 'RECORD_AND_SAVE', 'NONE']
