@@ -14,6 +14,7 @@ CUDA kernels sit in a process of their own per device (pid = device index), one 
 row per stream, like Kineto's "stream N" rows.
 """
 
+import gzip
 import json
 import os
 import socket
@@ -122,16 +123,17 @@ def _device_properties(prof):
         return []
 
 
+def write_json(path, data):
+    """Write `data` as JSON to `path`, gzipped when the path ends in .gz."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "wt", encoding="utf-8") as f:
+        json.dump(data, f)
+    return path
+
+
 def export_chrome_trace(prof, path):
     data = trace_dict(prof, path)
-    if path.endswith(".gz"):
-        import gzip
-        with gzip.open(path, "wt", encoding="utf-8") as f:
-            json.dump(data, f)
-    else:
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-    return path
+    return write_json(path, data)
 
 
 def memory_timeline(prof, device=None):
@@ -182,11 +184,4 @@ def export_memory_timeline(prof, path, device=None):
     else:
         raise ValueError(f"export_memory_timeline(): path must end in .html, .json, .json.gz or .raw.json.gz, "
                          f"got {path!r}")
-    if path.endswith(".gz"):
-        import gzip
-        with gzip.open(path, "wt", encoding="utf-8") as f:
-            json.dump(data, f)
-    else:
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-    return path
+    return write_json(path, data)
