@@ -581,3 +581,19 @@ def test_cuda_kernels_and_memory_on_the_emulator(tmp_path):
     mem = [e["args"] for e in evs if e.get("name") == "[memory]" and e["args"]["Device Type"] == 1]
     assert [m["Bytes"] for m in mem] == [4096, -4096]
     assert any(e["ph"] == "M" and e["args"].get("name") == "stream 0" for e in evs)
+
+
+def test_dataloader_workers_get_rows_of_their_own(tmp_path):
+    ds = ptl.utils.data.TensorDataset(ptl.arange(12.0).reshape(6, 2))
+    loader = ptl.utils.data.DataLoader(ds, batch_size=2, num_workers=2)
+    with profile(activities=CPU) as prof:
+        got = [b[0].sum().item() for b in loader]
+    assert got == [6.0, 22.0, 38.0]
+    names = {e.key: e.count for e in prof.key_averages()}
+    assert names["enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"] == 4
+    evs = _trace(prof, tmp_path)["traceEvents"]
+    fetches = [e for e in evs if e["ph"] == "X" and e["name"] == "DataLoader worker fetch"]
+    main_pid = [e["pid"] for e in evs if e["ph"] == "X" and e["name"].startswith("enumerate")][0]
+    assert fetches and all(e["pid"] != main_pid and e["tid"] == e["pid"] for e in fetches)
+    rows = {e["args"]["name"] for e in evs if e["ph"] == "M" and e["name"] == "process_name"}
+    assert {"python", "DataLoader worker 0", "DataLoader worker 1"} <= rows

@@ -15,7 +15,8 @@ with input shapes and dtypes when record_shapes=True), each autograd node the en
 (`autograd::engine::evaluate_function: <Node>` around `<Node>`, linked to the forward
 operator that made it by its sequence number), user ranges (`record_function`), optimizer
 steps (`Optimizer.step#SGD.step`), DataLoader fetches
-(`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`), `ProfilerStep#N` with a
+(`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`; with workers, each worker
+process's fetches in a row of its own), `ProfilerStep#N` with a
 schedule, memory allocations and frees (profile_memory=True; CPU allocator and the CUDA
 caching allocator), and CUDA kernels timed by CUDA events (not yet run on a GPU).
 

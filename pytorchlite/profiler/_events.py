@@ -116,6 +116,8 @@ class FunctionEvent(_Formatted):
         self.cpu_children = []
         self.cpu_parent = None
         self.kernels = []
+        self.process = None          # another process's pid (a DataLoader worker's row)
+        self.process_name = None
         self.cpu_memory_usage = 0
         self.self_cpu_memory_usage = 0
         self.device_memory_usage = 0
@@ -401,6 +403,12 @@ def build_events(rec, kernels_host=None):
             # PyTorch's tables and events group the steps as one name; the trace keeps each
             ev.name = ev.key = "ProfilerStep*"
         ev.trace_name = name
+        spans.append((t0, -t1, n, ev))
+        n += 1
+    for worker_id, pid, t0, t1 in rec.workers:
+        ev = FunctionEvent(0, "DataLoader worker fetch", pid, us(t0), us(t1), cat="user_annotation")
+        ev.process = pid
+        ev.process_name = f"DataLoader worker {worker_id}"
         spans.append((t0, -t1, n, ev))
         n += 1
     for name, seq, tid, t0, t1 in rec.nodes:

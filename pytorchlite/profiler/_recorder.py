@@ -109,6 +109,7 @@ class Recorder:
         self.ops = []          # (Site.key, tid, t0, t1, dims, types, seq, stack)
         self.nodes = []        # (name, seq, tid, t0, t1)
         self.ranges = []       # (name, cat, tid, t0, t1)
+        self.workers = []      # (DataLoader worker id, pid, t0, t1) of each batch fetched in a worker
         self.memory = []       # (t, tid, addr, bytes, total_allocated, total_reserved, device_type, index, call)
         self.kernels = []      # (device index, stream, name, start event, end event, launch t, tid)
         self._cuda_refs = {}   # device index -> (backend, reference event, host t)
@@ -181,6 +182,13 @@ class Recorder:
     def node_end(self, node, t0):
         if type(node) is not _graph.GraphRoot:    # the engine's own start, not a node of the graph
             self.nodes.append((node.name(), node._seq, _tid(), t0, _pc()))
+
+    # -- DataLoader worker processes ---------------------------------------------------------
+    def worker_span(self, worker_id, pid, t0, t1):
+        """A batch fetched by a DataLoader worker process (perf_counter_ns is the system's
+        monotonic clock, shared by the processes of one machine): a row of its own."""
+        if self.recording:
+            self.workers.append((worker_id, pid, t0, t1))
 
     # -- memory -------------------------------------------------------------------------------
     def _install_cpu_memory(self):

@@ -40,7 +40,12 @@ def trace_dict(prof, path=None):
     out.append({"ph": "M", "name": "process_sort_index", "ts": meta_ts, "pid": pid, "tid": 0,
                 "args": {"sort_index": pid}})
     names = {rec.native_id(ident): name for ident, name in rec.thread_names.items()}
-    threads = sorted({e.thread for e in events if e.device_type == "cpu"} |
+    for proc, pname in sorted({(e.process, e.process_name) for e in events if e.process is not None}):
+        out.append({"ph": "M", "name": "process_name", "ts": meta_ts, "pid": proc, "tid": 0,
+                    "args": {"name": pname}})
+        out.append({"ph": "M", "name": "thread_name", "ts": meta_ts, "pid": proc, "tid": proc,
+                    "args": {"name": f"thread {proc} ({pname})"}})
+    threads = sorted({e.thread for e in events if e.device_type == "cpu" and e.process is None} |
                      {rec.native_id(m[1]) for m in rec.memory})
     for tid in threads:
         tname = names.get(tid, "python")
@@ -76,7 +81,8 @@ def trace_dict(prof, path=None):
         if e.stack:
             args["Call stack"] = ";".join(e.stack)
         args["Ev Idx"] = ext - 1
-        out.append({"ph": "X", "cat": e.cat, "name": e.trace_name, "pid": pid, "tid": e.thread, "ts": ts(e.start_us),
+        out.append({"ph": "X", "cat": e.cat, "name": e.trace_name, "pid": pid if e.process is None else e.process,
+                    "tid": e.thread, "ts": ts(e.start_us),
                     "dur": round(e.end_us - e.start_us, 3), "args": args})
         # the forward op that made node `seq` starts an arrow that ends on the node's own event
         # (the inner one of evaluate_function)

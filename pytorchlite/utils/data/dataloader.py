@@ -294,7 +294,7 @@ class _MultiProcessIter(_BaseIter):
                     raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
                 wait = min(wait, left)
             try:
-                idx, data = self._result_queue.get(timeout=wait)
+                item = self._result_queue.get(timeout=wait)
             except queue.Empty:
                 dead = [(i, w) for i, w in enumerate(self._workers) if not w.is_alive()]
                 if dead:
@@ -303,6 +303,11 @@ class _MultiProcessIter(_BaseIter):
                     desc = "; ".join(f"worker {i} (pid {w.pid}) exited with code {w.exitcode}" for i, w in dead)
                     raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly: {desc}") from None
                 continue
+            idx, data = item[0], item[1]
+            if len(item) > 2:           # a batch, with its worker's (id, pid, start, end) of the fetch
+                rec = _recorder._active
+                if rec is not None:
+                    rec.worker_span(*item[2])
             if isinstance(data, tuple):
                 data = _shm.decode(data)
             return idx, data
