@@ -597,3 +597,40 @@ def test_dataloader_workers_get_rows_of_their_own(tmp_path):
     assert fetches and all(e["pid"] != main_pid and e["tid"] == e["pid"] for e in fetches)
     rows = {e["args"]["name"] for e in evs if e["ph"] == "M" and e["name"] == "process_name"}
     assert {"python", "DataLoader worker 0", "DataLoader worker 1"} <= rows
+
+
+def test_each_thread_has_its_row_and_backward_runs_on_the_caller(tmp_path):
+    import threading
+    x = ptl.ones(3, requires_grad=True)
+
+    def work():
+        with record_function("in_thread"):
+            (x * 2).sum().backward()
+
+    with profile(activities=CPU) as prof:
+        t = threading.Thread(target=work, name="worker-thread")
+        t.start()
+        t.join()
+        ptl.ones(2) + 1
+    evs = prof.events()
+    rng = [e for e in evs if e.name == "in_thread"][0]
+    node = [e for e in evs if e.name == "autograd::engine::evaluate_function: SumBackward0"][0]
+    main = [e for e in evs if e.name == "aten::add"][0]
+    assert node.thread == rng.thread == t.native_id != main.thread
+    assert node.cpu_parent is rng
+    data = _trace(prof, tmp_path)
+    names = {e["tid"]: e["args"]["name"] for e in data["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    assert names[t.native_id] == f"thread {t.native_id} (worker-thread)"
+
+
+def test_with_stack_names_the_callers_line(tmp_path):
+    def caller():
+        return ptl.ones(3).exp()
+
+    with profile(activities=CPU, with_stack=True) as prof:
+        caller()
+    exp = [e for e in prof.events() if e.name == "aten::exp"][0]
+    assert exp.stack and exp.stack[0].startswith(__file__) and exp.stack[0].endswith(": caller")
+    assert not any("/pytorchlite/" in f.split("(")[0] and "tests" not in f for f in exp.stack)
+    evs = _trace(prof, tmp_path)["traceEvents"]
+    assert [e for e in evs if e.get("name") == "aten::exp"][0]["args"]["Call stack"].startswith(__file__)

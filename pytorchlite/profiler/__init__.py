@@ -308,6 +308,3 @@ class profile:
     def _memory_timeline(self, device=None):
         return _trace.memory_timeline(self, device)
 
-
-# the legacy spelling: torch.autograd.profiler.profile is reached as torch.profiler.profile here
-_KinetoProfile = profile

@@ -15,10 +15,12 @@ Recording appends one tuple per event; names, shapes and the event tree are work
 when the recording stops (`Recorder.finish`), so the hot path stays near 1 us an event.
 """
 
+import os
+import sys
 import threading
 import time
 
-from pytorchlite import _intercept, _storage
+from pytorchlite import _intercept, _storage, generated as _generated
 from pytorchlite._C import ffi as _ffi, lib as _lib
 from pytorchlite._core import TensorBase
 from pytorchlite._tensor import Tensor as _Tensor
@@ -121,6 +123,7 @@ class Recorder:
         self._handler = None
         self._saved_alloc = None
         self._cuda_hooks = None
+        self._prev_thread_profile = None
 
     # -- operators ----------------------------------------------------------------------------
     def _make_handler(self):
@@ -291,7 +294,7 @@ class Recorder:
         if _active is not None:
             raise RuntimeError("Profiler is already enabled on this thread")
         self.wall_offset_ns = time.time_ns() - _pc()
-        self.thread_names[_tid()] = threading.current_thread().name
+        self._watch_threads()
         self._handler = self._make_handler()
         if self.profile_memory:
             self._install_cpu_memory()
@@ -318,10 +321,32 @@ class Recorder:
         if self._cuda_hooks is not None:
             self._cuda_hooks()
             self._cuda_hooks = None
+        threading.setprofile(self._prev_thread_profile)
+        self._note_threads()
+
+    def _note_threads(self):
         for t in threading.enumerate():
             if t.ident is not None:
                 self.native_ids[t.ident] = t.native_id if t.native_id is not None else t.ident
                 self.thread_names.setdefault(t.ident, t.name)
+
+    def _watch_threads(self):
+        """Note the native id and name of every thread: those running now, and (through
+        threading.setprofile, whose function a new thread calls once as it starts and then
+        drops) those started while recording, which may end before stop()."""
+        self._note_threads()
+        prev = self._prev_thread_profile = threading.getprofile()
+        rec = self
+
+        def note_new_thread(frame, event, arg):
+            sys.setprofile(prev)
+            t = threading.current_thread()
+            rec.native_ids[t.ident] = t.native_id if t.native_id is not None else t.ident
+            rec.thread_names[t.ident] = t.name
+            if prev is not None:
+                return prev(frame, event, arg)
+
+        threading.setprofile(note_new_thread)
 
     def native_id(self, ident):
         """The operating system's id of a thread seen while recording (its Python ident if
@@ -329,14 +354,19 @@ class Recorder:
         return self.native_ids.get(ident, ident)
 
 
+# pytorchlite's own frames (the package, and generated/ wherever codegen put it)
+_OWN_DIRS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+             os.path.dirname(os.path.abspath(_generated.__file__)) + os.sep)
+
+
 def _python_stack(limit=8):
-    """file(line): function of the Python frames above the profiler, innermost first."""
-    import sys
+    """file(line): function of the Python frames that called the operator (pytorchlite's
+    own frames left out), innermost first."""
     f = sys._getframe(2)
     out = []
     while f is not None and len(out) < limit:
         co = f.f_code
-        if "pytorchlite" not in co.co_filename or "examples" in co.co_filename:
+        if not co.co_filename.startswith(_OWN_DIRS):
             out.append(f"{co.co_filename}({f.f_lineno}): {co.co_name}")
         f = f.f_back
     return out
@@ -350,7 +380,6 @@ def _cuda_backend(index):
 def _install_cuda(rec):
     """Set the CUDA allocator's and launcher's observers if the backend is loaded; returns
     the function that removes them."""
-    import sys
     alloc_mod = sys.modules.get("pytorchlite.cuda._allocator")
     launch_mod = sys.modules.get("pytorchlite.cuda._launch")
     if alloc_mod is not None and rec.profile_memory:
