@@ -301,6 +301,8 @@ def test_table_header_matches_torch():
 # --- memory ----------------------------------------------------------------------------------
 
 def test_memory_events_balance(tmp_path):
+    import gc
+    gc.collect()        # no cyclic garbage of earlier tests freed (and recorded) meanwhile
     before = ptl.memory.memory_allocated()
     with profile(activities=CPU, profile_memory=True) as prof:
         for _ in range(3):

@@ -87,6 +87,33 @@ def dims_as_lists(dims):
     return [[list(x) for x in d] if isinstance(d, list) else list(d) for d in dims]
 
 
+# CPU memory: while a recording profiles memory, Storage.allocate uses these two (and the
+# storages it makes keep _free_recorded as their free function: after the recording it
+# costs them one global test). They report to `_mem_sink`, the recording's event function.
+_mem_sink = None
+_raw_alloc, _raw_free = _lib.ptl_alloc_addr, _lib.ptl_free_addr
+
+
+def _alloc_recorded(nbytes):
+    p = _raw_alloc(nbytes)
+    sink = _mem_sink
+    if p and sink is not None:
+        sink(p, nbytes)
+    return p
+
+
+def _free_recorded(p, nbytes):
+    _raw_free(p, nbytes)
+    sink = _mem_sink
+    if sink is not None:
+        sink(p, -nbytes)
+
+
+def _set_mem_sink(sink):
+    global _mem_sink
+    _mem_sink = sink
+
+
 _MISSING = object()
 
 
@@ -195,37 +222,27 @@ class Recorder:
 
     # -- memory -------------------------------------------------------------------------------
     def _install_cpu_memory(self):
-        raw_alloc, raw_free = _storage._alloc_addr, _storage._free_addr
-        self._saved_alloc = (raw_alloc, raw_free)
+        global _mem_sink
         buf = _ffi.new("int64_t[6]")
         stats = _lib.ptl_allocator_stats
         append = self.memory.append
         pc, tid = _pc, _tid
-        reserved = [0]
-        rec = self
 
         def totals():
             stats(buf)
             return buf[0], buf[0] + buf[2]
 
-        reserved[0] = totals()[1]
+        reserved = [totals()[1]]
 
-        def alloc_addr(nbytes):
-            p = raw_alloc(nbytes)
-            if p and rec.recording:
-                a, r = totals()
-                append((pc(), tid(), p, nbytes, a, r, 0, -1, r > reserved[0]))
-                reserved[0] = r
-            return p
+        def sink(p, nbytes):
+            a, r = totals()
+            # an allocation that made the allocator hold more reached the system allocator
+            append((pc(), tid(), p, nbytes, a, r, 0, -1, nbytes > 0 and r > reserved[0]))
+            reserved[0] = r
 
-        def free_addr(p, nbytes):
-            raw_free(p, nbytes)
-            if rec.recording:
-                a, r = totals()
-                append((pc(), tid(), p, -nbytes, a, r, 0, -1, False))
-                reserved[0] = r
-
-        _storage._alloc_addr, _storage._free_addr = alloc_addr, free_addr
+        self._saved_alloc = (_storage._alloc_addr, _storage._free_addr)
+        _storage._alloc_addr, _storage._free_addr = _alloc_recorded, _free_recorded
+        _mem_sink = sink
 
     def cuda_alloc(self, allocator, block, device_call):
         if self.recording:
@@ -318,6 +335,7 @@ class Recorder:
         if self._saved_alloc is not None:
             _storage._alloc_addr, _storage._free_addr = self._saved_alloc
             self._saved_alloc = None
+            _set_mem_sink(None)
         if self._cuda_hooks is not None:
             self._cuda_hooks()
             self._cuda_hooks = None
