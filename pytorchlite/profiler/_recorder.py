@@ -91,19 +91,20 @@ def dims_as_lists(dims):
 # storages it makes keep _free_recorded as their free function: after the recording it
 # costs them one global test). They report to `_mem_sink`, the recording's event function.
 _mem_sink = None
-_raw_alloc, _raw_free = _lib.ptl_alloc_addr, _lib.ptl_free_addr
 
 
-def _alloc_recorded(nbytes):
-    p = _raw_alloc(nbytes)
+def _alloc_recorded(nbytes, _raw=_lib.ptl_alloc_addr):
+    p = _raw(nbytes)
     sink = _mem_sink
     if p and sink is not None:
         sink(p, nbytes)
     return p
 
 
-def _free_recorded(p, nbytes):
-    _raw_free(p, nbytes)
+def _free_recorded(p, nbytes, _raw=_lib.ptl_free_addr):
+    # the C function is a default argument: storages freed at interpreter exit, after this
+    # module's globals were cleared, still reach it
+    _raw(p, nbytes)
     sink = _mem_sink
     if sink is not None:
         sink(p, -nbytes)
