@@ -37,6 +37,10 @@ from dataclasses import dataclass
 from pytorchlite import _core, _dtype as D
 from pytorchlite._device import CPU as _CPU
 from pytorchlite._promotion import result_type_of
+from pytorchlite._storage import Storage
+
+_alloc = Storage.allocate
+_make = _core.make
 from pytorchlite.generated import fuser_ops as _table
 
 __all__ = ["FusionSpec", "FusedKernel", "can_fuse", "compile_group", "cache_dir", "cuda_source"]
@@ -537,7 +541,9 @@ class FusedKernel:
         self._dims = (False,) * len(spec.inputs)
         nodes = _plan(spec, self._dims)
         self.source = render_c(spec, nodes)
-        self._variants = {self._dims: (nodes, _load_library(self.source, self._nt))}
+        self._lib = _load_library(self.source, self._nt)
+        self._variants = {self._dims: (nodes, self._lib)}
+        self._out_dtypes = tuple(nodes[o].out for o in spec.outputs)
         self._geometry = {}
 
     def __repr__(self):
@@ -556,6 +562,38 @@ class FusedKernel:
         return v
 
     def __call__(self, *tensors, out=None):
+        # ---- fast path: contiguous CPU tensors of the spec's dtypes and one shape (not
+        # 0-d), so the default plan holds; a call is then one allocation per output and one
+        # C call, which is what a small group costs
+        spec = self.spec
+        if out is None and len(tensors) == len(spec.inputs) and tensors:
+            shape = tensors[0]._shape
+            if shape:
+                ptrs = []
+                for t, dt in zip(tensors, spec.inputs):
+                    if t.__class__ is not _core.Tensor or t._dtype is not dt or t._shape != shape or \
+                            t._device is not _CPU or not (t._contig or t.is_contiguous()):
+                        break
+                    ptrs.append(t._storage.ptr + t._offset * dt.itemsize)
+                else:
+                    n = 1
+                    for s in shape:
+                        n *= s
+                    stride = tensors[0]._stride
+                    outs = []
+                    optrs = []
+                    for dt in self._out_dtypes:
+                        st = _alloc(n * dt.itemsize, _CPU)
+                        outs.append(_make(st, shape, stride, 0, dt, None, True))
+                        optrs.append(st.ptr)
+                    if n:
+                        status = self._lib.ptl_fused_c(n, *optrs, *ptrs)
+                        if status:
+                            self._raise(status)
+                    return tuple(outs)
+        return self._call_general(tensors, out)
+
+    def _call_general(self, tensors, out):
         spec = self.spec
         if out is not None:
             raise TypeError("FusedKernel(): out= is not supported; the results are fresh tensors")
@@ -572,21 +610,6 @@ class FusedKernel:
             dims.append(not t._shape)
         dims = tuple(dims)
         nodes, lib = self._variants.get(dims) or self._variant(dims)
-        first = tensors[0] if tensors else None
-        shape = first._shape if first is not None else ()
-        contiguous = all(t._shape == shape and (t._contig or t.is_contiguous()) for t in tensors)
-        if contiguous:
-            n = 1
-            for s in shape:
-                n *= s
-            outs = [_core.empty(shape, nodes[o].out, _CPU) for o in spec.outputs]
-            if n:
-                args = [o._storage.ptr for o in outs] + \
-                       [t._storage.ptr + t._offset * t._dtype.itemsize for t in tensors]
-                status = lib.ptl_fused_c(n, *args)
-                if status:
-                    self._raise(status)
-            return tuple(outs)
         key = tuple((t._shape, t._stride) for t in tensors)
         geo = self._geometry.get(key)
         if geo is None:
