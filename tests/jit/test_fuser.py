@@ -289,3 +289,14 @@ def test_cuda_source_compiles_with_nvrtc():
     assert image[:4] == b"\x7fELF"
     src = _fuser.cuda_source(TRANSCENDENTAL)
     assert _nvrtc.compile_text(src, "sm_80", name="fused.cu")[0][:4] == b"\x7fELF"
+
+
+def test_composites_package_raises_attribute_error():
+    """pickle (and torch.compile's cache keys, which pickle) asks every loaded module for
+    names: pytorchlite._composites must answer an unknown one with AttributeError."""
+    import pickle
+    import pytorchlite._composites as cm
+    with pytest.raises(AttributeError, match="no attribute 'torch'"):
+        cm.torch
+    assert cm.pointwise.__name__ == "pytorchlite._composites.pointwise"
+    pickle.dumps(test_can_fuse)     # whichmodule walks sys.modules
