@@ -344,11 +344,7 @@ _HEAVY = re.compile(r"\bptl_(exp|exp2|expm1|log|log2|log10|log1p|sin|cos|tan|asi
 
 
 def _stages(nodes):
-    """The nodes split into loops: each heavy node alone, runs of cheap nodes together. A
-    run also ends after a floating node that multiplies: GCC contracts a product and a sum
-    into one fused multiply-add across statements (GCC 12 has no -ffp-contract=on), which
-    rounds once where eager's two kernels round twice; a loop boundary keeps eager's
-    numbers, bit for bit."""
+    """The nodes split into loops: each heavy node alone, runs of cheap nodes together."""
     stages = []
     closed = True
     for j, node in enumerate(nodes):
@@ -356,7 +352,7 @@ def _stages(nodes):
         if heavy or closed:
             stages.append([])
         stages[-1].append(j)
-        closed = heavy or (node.common.is_floating_point and _product(node.expr))
+        closed = heavy
     return stages
 
 
@@ -394,6 +390,19 @@ def render_c(spec, nodes):
     stored = set(spec.outputs)
     for j, (_op, args) in enumerate(spec.nodes):
         stored |= {ref[1] for ref in args if ref[0] == "node" and stage_of[ref[1]] != stage_of[j]}
+    # GCC contracts a product and a sum into one fused multiply-add across statements (GCC
+    # 12 has no -ffp-contract=on), rounding once where eager's two kernels round twice;
+    # it never does so for a product that is also stored (a use that is not an add). So a
+    # floating node whose value is a product and is read in its own loop is also written
+    # to a tile array, which an empty asm statement after the loop reads (so the store is
+    # never dead), keeping eager's numbers bit for bit.
+    keep = set()
+    for j, (_op, args) in enumerate(spec.nodes):
+        for ref in args:
+            if ref[0] == "node" and stage_of[ref[1]] == stage_of[j] and ref[1] not in stored and \
+                    nodes[ref[1]].common.is_floating_point and _product(nodes[ref[1]].expr):
+                keep.add(ref[1])
+    stored |= keep
     L = [f"/* fused pointwise group (pytorchlite/jit/_fuser.py): "
          f"{'; '.join(f'{j}: {n.op} {n.common}->{n.out}' for j, n in enumerate(nodes))} */",
          '#include "ptl.h"', "", f"#define TILE {TILE}", "",
@@ -480,7 +489,11 @@ def render_c(spec, nodes):
               f"            char *p = data[{k}] + base * st[{k}];",
               f"            for (int64_t i = 0; i < m; i++) {_store(dt, f'p + i * st[{k}]', f'y{o}[i]')};",
               "        }"]
-    L += ["    }", "}", ""]
+    L.append("    }")
+    if keep:
+        escaped = ", ".join('"r"(bn%d)' % j for j in sorted(keep))
+        L.append('    __asm__ volatile("" : : %s : "memory");' % escaped)
+    L += ["}", ""]
     nt = nout + nin
     L += ["int ptl_fused_s(int ntensors, const void *ts) {",
           "    fused_state state = {0};",
