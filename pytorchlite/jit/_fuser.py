@@ -28,7 +28,6 @@ for transcendental chains (REFERENCE.md section 10): its dependency chain is lon
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
@@ -312,9 +311,8 @@ def _operand_dtypes(spec, nodes, ref):
     return None
 
 
-def _node_expr(spec, nodes, j, value_of):
-    """Node j's expression over per-element values: value_of(ref) is the C text of a
-    tensor argument's value (in its own dtype); constants and scalars are literals."""
+def _node_fill(spec, nodes, j, value_of):
+    """The C text of node j's arguments in its computation dtype, by placeholder."""
     node = nodes[j]
     _promo, ins, scalars, *_ = _table.OPS[node.op]
     fill = {}
@@ -326,7 +324,14 @@ def _node_expr(spec, nodes, j, value_of):
                 fill[f"i{a}"] = _convert(_operand_dtypes(spec, nodes, ref), node.common, value_of(ref))
         else:
             fill[f"s{a - len(ins)}"] = _scalar(node.common, ref[1])
-    expr = node.expr.format(**fill)
+    return fill
+
+
+def _node_expr(spec, nodes, j, value_of, template=None):
+    """Node j's expression over per-element values: value_of(ref) is the C text of a
+    tensor argument's value (in its own dtype); constants and scalars are literals."""
+    node = nodes[j]
+    expr = (template or node.expr).format(**_node_fill(spec, nodes, j, value_of))
     if node.out is D.bool:
         return f"(({expr}) != 0)"
     if _is_half(node.out):
@@ -341,6 +346,10 @@ def _node_expr(spec, nodes, j, value_of):
 _HEAVY = re.compile(r"\bptl_(exp|exp2|expm1|log|log2|log10|log1p|sin|cos|tan|asin|acos|atan|sinh|cosh|tanh|asinh|"
                     r"acosh|atanh|sigmoid|erf|erfc|erfinv|lgamma|digamma|pow|atan2|hypot|logaddexp|logaddexp2|"
                     r"xlogy|round_decimals|nextafter|fmod|remainder|floordiv|truncdiv)_")
+
+
+# float32 sin/cos (and float16/bfloat16, computed in float32): vectorisable versions
+_VECTOR_TRIG = {"ptl_sin_f32({i0})": "ptl_vsin_f32({i0})", "ptl_cos_f32({i0})": "ptl_vcos_f32({i0})"}
 
 
 def _stages(nodes):
@@ -405,7 +414,7 @@ def render_c(spec, nodes):
     stored |= keep
     L = [f"/* fused pointwise group (pytorchlite/jit/_fuser.py): "
          f"{'; '.join(f'{j}: {n.op} {n.common}->{n.out}' for j, n in enumerate(nodes))} */",
-         '#include "ptl.h"', "", f"#define TILE {TILE}", "",
+         '#include "ptl_jit.h"', "", f"#define TILE {TILE}", "",
          "typedef struct { int zero_div; } fused_state;", ""]
     # one function per loop, over restrict arrays, which GCC vectorises
     calls = []
@@ -426,8 +435,17 @@ def render_c(spec, nodes):
         def value(ref, _names=names):
             return f"{_names[ref]}[i]" if ref in _names else f"v{ref[1]}"
 
-        body = []
+        body, fixups = [], []
         for j in js:
+            vector = _VECTOR_TRIG.get(nodes[j].expr)
+            if vector and j in writes:
+                # the vectorisable sin/cos of kernels/ptl_jit.h, and libm (eager's) where
+                # its reduction does not reach: large arguments, inf, nan
+                body.append(f"        const {_ctype(nodes[j].out)} v{j} = {_node_expr(spec, nodes, j, value, vector)};")
+                arg = _node_fill(spec, nodes, j, value)["i0"]
+                fixups += ["    for (int64_t i = 0; i < m; i++)",
+                           f"        if (!(fabsf({arg}) <= PTL_VTRIG_MAX)) y{j}[i] = {_node_expr(spec, nodes, j, value)};"]
+                continue
             body.append(f"        const {_ctype(nodes[j].out)} v{j} = {_node_expr(spec, nodes, j, value)};")
             if nodes[j].divisor >= 0:
                 ref = nodes[j].args[nodes[j].divisor]
@@ -437,7 +455,7 @@ def render_c(spec, nodes):
         L += [f"static inline __attribute__((always_inline)) void stage{s}(int64_t m{''.join(', ' + p for p in params)}) {{"]
         if divides:
             L.append("    int z = 0;")
-        L += ["    for (int64_t i = 0; i < m; i++) {"] + body + ["    }"]
+        L += ["    for (int64_t i = 0; i < m; i++) {"] + body + ["    }"] + fixups
         if divides:
             L.append("    if (z && m) *zero_div = 1;")
         L += ["}", ""]
@@ -737,6 +755,3 @@ def compile_group(spec, device="cpu"):
         k = _KERNELS[key] = FusedKernel(spec, dev)
     return k
 
-
-def source_hash(source):
-    return hashlib.sha256(source.encode()).hexdigest()[:24]
