@@ -247,26 +247,34 @@ def _convert(src, dst, expr):
     return _round_half(dst, c) if _is_half(dst) else c
 
 
-def _load(dt, addr):
-    raw = f"*(const {_storage(dt)} *)({addr})"
+def _from_storage(dt, element):
+    """A stored element (C text of its storage type) as its dtype's computation type."""
     if dt.name == "float16":
-        return f"ptl_h2f({raw})"
+        return f"ptl_h2f({element})"
     if dt.name == "bfloat16":
-        return f"ptl_bf2f({raw})"
+        return f"ptl_bf2f({element})"
     if dt is D.bool:
-        return f"({raw} != 0)"
-    return raw
+        return f"({element} != 0)"
+    return element
+
+
+def _to_storage(dt, expr):
+    """A computed value as its dtype's storage type (float16/bfloat16 rounded, bool 0/1)."""
+    if dt.name == "float16":
+        return f"ptl_f2h((float)({expr}))"
+    if dt.name == "bfloat16":
+        return f"ptl_f2bf((float)({expr}))"
+    if dt is D.bool:
+        return f"(uint8_t)(({expr}) != 0)"
+    return f"({_storage(dt)})({expr})"
+
+
+def _load(dt, addr):
+    return _from_storage(dt, f"*(const {_storage(dt)} *)({addr})")
 
 
 def _store(dt, addr, expr):
-    s = _storage(dt)
-    if dt.name == "float16":
-        return f"*({s} *)({addr}) = ptl_f2h({expr})"
-    if dt.name == "bfloat16":
-        return f"*({s} *)({addr}) = ptl_f2bf({expr})"
-    if dt is D.bool:
-        return f"*({s} *)({addr}) = (uint8_t)({expr})"
-    return f"*({s} *)({addr}) = {expr}"
+    return f"*({_storage(dt)} *)({addr}) = {_to_storage(dt, expr)}"
 
 
 def _double_literal(v):
@@ -538,26 +546,6 @@ int ptl_fused_c(int64_t n%s);
 
 # --- the CUDA source -------------------------------------------------------------------------------
 
-def _cu_load(dt, element):
-    if dt.name == "float16":
-        return f"ptl_h2f({element})"
-    if dt.name == "bfloat16":
-        return f"ptl_bf2f({element})"
-    if dt is D.bool:
-        return f"({element} != 0)"
-    return element
-
-
-def _cu_store(dt, expr):
-    if dt.name == "float16":
-        return f"ptl_f2h((float)({expr}))"
-    if dt.name == "bfloat16":
-        return f"ptl_f2bf((float)({expr}))"
-    if dt is D.bool:
-        return f"(uint8_t)(({expr}) != 0)"
-    return f"({_storage(dt)})({expr})"
-
-
 def cuda_source(spec, name="ptl_cu_fused"):
     """The CUDA source of a group (for inputs with dimensions): one grid-stride kernel
     `<name>_s64` over the broadcast shape (ptl_iter64 offsets, outputs first) that keeps
@@ -578,7 +566,7 @@ def cuda_source(spec, name="ptl_cu_fused"):
     used = sorted({ref[1] for _op, args in spec.nodes for ref in args if ref[0] == "in"})
     for i in used:
         dt = spec.inputs[i]
-        L.append(f"        const {_ctype(dt)} x{i} = {_cu_load(dt, f'p{i}[off[{nout + i}]]')};")
+        L.append(f"        const {_ctype(dt)} x{i} = {_from_storage(dt, f'p{i}[off[{nout + i}]]')};")
     for j, node in enumerate(nodes):
         if node.divisor >= 0:
             ref = node.args[node.divisor]
@@ -587,7 +575,7 @@ def cuda_source(spec, name="ptl_cu_fused"):
         expr = _node_expr(spec, nodes, j, lambda ref: f"x{ref[1]}" if ref[0] == "in" else f"y{ref[1]}")
         L.append(f"        const {_ctype(node.out)} y{j} = {expr};")
     for k, o in enumerate(spec.outputs):
-        L.append(f"        o{k}[off[{k}]] = {_cu_store(nodes[o].out, f'y{o}')};")
+        L.append(f"        o{k}[off[{k}]] = {_to_storage(nodes[o].out, f'y{o}')};")
     L += ["    }", "}", ""]
     return "\n".join(L)
 
