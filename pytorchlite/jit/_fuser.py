@@ -68,6 +68,29 @@ class FusionSpec:
     nodes: tuple
     outputs: tuple
 
+    # Equality and hash tell constants apart by type and sign: 1, 1.0 and True are equal
+    # in Python but promote differently (weak int, float, bool), and 0.0 == -0.0; a NaN
+    # constant still equals itself, so such a spec finds its cached kernel.
+    def _identity(self):
+        def ref(r):
+            if isinstance(r, tuple) and len(r) == 2 and r[0] == "const":
+                return ("const", type(r[1]).__name__, repr(r[1]))
+            return r
+
+        def node(n):
+            if isinstance(n, tuple) and len(n) == 2 and isinstance(n[1], tuple):
+                return (n[0], tuple(ref(r) for r in n[1]))
+            return repr(n)
+        return (self.inputs, tuple(node(n) for n in self.nodes), self.outputs)
+
+    def __eq__(self, other):
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._identity() == other._identity()
+
+    def __hash__(self):
+        return hash(self._identity())
+
 
 def can_fuse(op_name):
     """Whether `op_name` is an ops.yaml pointwise operator the fuser can put in a group."""

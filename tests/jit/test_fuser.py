@@ -320,3 +320,17 @@ def test_composites_package_raises_attribute_error():
         cm.torch
     assert cm.pointwise.__name__ == "pytorchlite._composites.pointwise"
     pickle.dumps(test_can_fuse)     # whichmodule walks sys.modules
+
+
+def test_constants_of_other_types_are_other_specs():
+    """1, 1.0 and True are equal in Python but promote differently; 0.0 and -0.0 differ."""
+    xi = P.tensor([1, 2, 3])
+    specs = [FusionSpec((i64,), (("mul", (IN(0), C(v))),), (0,)) for v in (1, 1.0, True)]
+    assert len(set(specs)) == 3 and specs[0] != specs[1]
+    assert [compile_group(s)(xi)[0].dtype for s in specs] == [i64, f32, i64]
+    x = P.tensor([-0.0, 1.0])
+    pos, neg = (FusionSpec((f32,), (("add", (IN(0), C(v), C(1))),), (0,)) for v in (0.0, -0.0))
+    assert pos != neg and hash(FusionSpec(pos.inputs, pos.nodes, pos.outputs)) == hash(pos)
+    assert np.signbit(compile_group(neg)(x)[0].numpy()[0]) and not np.signbit(compile_group(pos)(x)[0].numpy()[0])
+    nan = FusionSpec((f32,), (("add", (IN(0), C(float("nan")), C(1))),), (0,))
+    assert nan == FusionSpec((f32,), (("add", (IN(0), C(float("nan")), C(1))),), (0,))
