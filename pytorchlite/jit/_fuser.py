@@ -639,7 +639,9 @@ def _load_library(source, nt):
 
 class FusedKernel:
     """A compiled group: call it with the tensor inputs in spec order; returns a tuple of
-    fresh contiguous tensors, one per spec output, with eager's dtypes and values."""
+    fresh contiguous tensors, one per spec output, with eager's dtypes and values (or
+    writes them into `out=`, a tuple of tensors of exactly those dtypes and shapes, any
+    strides, and returns it). Nothing is recorded for autograd."""
 
     def __init__(self, spec, device="cpu"):
         self.spec = spec
@@ -702,8 +704,6 @@ class FusedKernel:
 
     def _call_general(self, tensors, out):
         spec = self.spec
-        if out is not None:
-            raise TypeError("FusedKernel(): out= is not supported; the results are fresh tensors")
         if len(tensors) != len(spec.inputs):
             raise TypeError(f"FusedKernel(): expected {len(spec.inputs)} tensor inputs, got {len(tensors)}")
         dims = []
@@ -722,13 +722,49 @@ class FusedKernel:
         if geo is None:
             geo = self._geometry[key] = self._shapes(tensors, nodes)
         shape, out_shapes = geo
-        outs = [_core.empty(s, nodes[o].out, _CPU) for s, o in zip(out_shapes, spec.outputs)]
+        if out is None:
+            outs = [_core.empty(s, nodes[o].out, _CPU) for s, o in zip(out_shapes, spec.outputs)]
+            dests = outs
+        else:
+            outs = self._check_out(out, tensors, nodes, out_shapes)
+            # an out= tensor that shares memory with an input (or another output) is written
+            # through a fresh tensor: a later loop of the tile may still read the input
+            dests = [t if not any(_core.overlaps(t, x) for x in list(tensors) + outs[:k] + outs[k + 1:])
+                     else _core.empty(t._shape, t._dtype, _CPU) for k, t in enumerate(outs)]
         if _core.numel(shape):
-            descs = _core.descriptors(outs + list(tensors), shape)
+            descs = _core.descriptors(dests + list(tensors), shape)
             status = lib.ptl_fused_s(self._nt, descs)
             if status:
                 self._raise(status)
+        if out is not None:
+            for t, d in zip(outs, dests):
+                if d is not t:
+                    _core.copy_into(t, d)
+                t._vc[0] += 1
         return tuple(outs)
+
+    def _check_out(self, out, tensors, nodes, out_shapes):
+        """out=: one tensor per output, each exactly the result (dtype, shape, the CPU) and
+        not overlapping itself."""
+        spec = self.spec
+        if not isinstance(out, (tuple, list)) or len(out) != len(spec.outputs):
+            raise TypeError(f"FusedKernel(): out= must be a tuple of {len(spec.outputs)} tensors, got {out!r:.80}")
+        for k, (t, o, shp) in enumerate(zip(out, spec.outputs, out_shapes)):
+            if not isinstance(t, _core.TensorBase):
+                raise TypeError(f"FusedKernel(): out[{k}] must be Tensor, not {type(t).__name__}")
+            if t._dtype is not nodes[o].out:
+                raise TypeError(f"FusedKernel(): out[{k}] must have the result's dtype {nodes[o].out}, got {t._dtype}")
+            if t._shape != shp:
+                raise RuntimeError(f"FusedKernel(): out[{k}] has shape {list(t._shape)}, the result has {list(shp)}")
+            if t._device is not _CPU:
+                raise RuntimeError(f"FusedKernel(): out[{k}] is on {t._device}; this kernel runs on the CPU")
+            if t._requires_grad:
+                raise RuntimeError(f"FusedKernel(): out[{k}] requires grad; the fused kernel does not record "
+                                   "autograd")
+            if _core.self_overlapping(t):
+                raise RuntimeError(f"FusedKernel(): out[{k}] has elements that share memory (an expanded view); "
+                                   "it cannot be written")
+        return list(out)
 
     def _shapes(self, tensors, nodes):
         """The broadcast shape of the whole group and of each output node (as eager gives

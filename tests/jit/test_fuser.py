@@ -334,3 +334,27 @@ def test_constants_of_other_types_are_other_specs():
     assert np.signbit(compile_group(neg)(x)[0].numpy()[0]) and not np.signbit(compile_group(pos)(x)[0].numpy()[0])
     nan = FusionSpec((f32,), (("add", (IN(0), C(float("nan")), C(1))),), (0,))
     assert nan == FusionSpec((f32,), (("add", (IN(0), C(float("nan")), C(1))),), (0,))
+
+
+def test_out_tensors():
+    a, b = _randn(6, 4, seed=20), _randn(4, seed=21)
+    want = eager(CHEAP, (a, b))
+    o0, o1 = P.empty(4, 6).t(), P.empty(6, 4)          # a transposed out= and a contiguous one
+    got = compile_group(CHEAP)(a, b, out=(o0, o1))
+    assert got[0] is o0 and got[1] is o1
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+    # out= that is an input: eager's in-place semantics (every loop reads the old values)
+    a2 = a.clone()
+    got = compile_group(CHEAP)(a2, b, out=(P.empty(6, 4), a2))
+    np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
+    np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+    k = compile_group(CHEAP)
+    with pytest.raises(TypeError, match=r"out\[0\] must have the result's dtype"):
+        k(a, b, out=(P.empty(6, 4, dtype=f64), P.empty(6, 4)))
+    with pytest.raises(RuntimeError, match=r"out\[1\] has shape \[4\]"):
+        k(a, b, out=(P.empty(6, 4), P.empty(4)))
+    with pytest.raises(RuntimeError, match="share memory"):
+        k(a, b, out=(P.empty(4).expand(6, 4), P.empty(6, 4)))
+    with pytest.raises(TypeError, match="tuple of 2 tensors"):
+        k(a, b, out=P.empty(6, 4))
