@@ -49,6 +49,8 @@ TILE = 512
 # the iterator (kernels/runtime.c) takes at most 8 operands: outputs plus inputs
 MAX_OPERANDS = 8
 CACHE_ENV = "PYTORCHLITE_JIT_CACHE"
+# tile buffers live on the stack of each OpenMP thread: at most this many (512 KiB)
+MAX_TILES = 128
 
 # what the process has done, for tests and logging: kernels compiled by gcc, libraries
 # loaded from the disk cache
@@ -443,6 +445,10 @@ def render_c(spec, nodes):
                     nodes[ref[1]].common.is_floating_point and _product(nodes[ref[1]].expr):
                 keep.add(ref[1])
     stored |= keep
+    if len(stored) + len(used_in) > MAX_TILES:
+        raise ValueError(f"FusionSpec: the group keeps {len(stored) + len(used_in)} tiles of values per thread "
+                         f"(inputs, outputs and values read by a later loop); at most {MAX_TILES} fit a thread's "
+                         "stack: split the group")
     L = [f"/* fused pointwise group (pytorchlite/jit/_fuser.py): "
          f"{'; '.join(f'{j}: {n.op} {n.common}->{n.out}' for j, n in enumerate(nodes))} */",
          '#include "ptl_jit.h"', "", f"#define TILE {TILE}", "",
