@@ -272,26 +272,24 @@ def _convert(src, dst, expr):
     return _round_half(dst, c) if _is_half(dst) else c
 
 
+# dtypes whose storage is not their computation type: (load, store) conversions
+_STORAGE_CONVERSIONS = {
+    "float16": ("ptl_h2f({})", "ptl_f2h((float)({}))"),
+    "bfloat16": ("ptl_bf2f({})", "ptl_f2bf((float)({}))"),
+    "bool": ("({} != 0)", "(uint8_t)(({}) != 0)"),
+}
+
+
 def _from_storage(dt, element):
     """A stored element (C text of its storage type) as its dtype's computation type."""
-    if dt.name == "float16":
-        return f"ptl_h2f({element})"
-    if dt.name == "bfloat16":
-        return f"ptl_bf2f({element})"
-    if dt is D.bool:
-        return f"({element} != 0)"
-    return element
+    conv = _STORAGE_CONVERSIONS.get(dt.name)
+    return conv[0].format(element) if conv else element
 
 
 def _to_storage(dt, expr):
     """A computed value as its dtype's storage type (float16/bfloat16 rounded, bool 0/1)."""
-    if dt.name == "float16":
-        return f"ptl_f2h((float)({expr}))"
-    if dt.name == "bfloat16":
-        return f"ptl_f2bf((float)({expr}))"
-    if dt is D.bool:
-        return f"(uint8_t)(({expr}) != 0)"
-    return f"({_storage(dt)})({expr})"
+    conv = _STORAGE_CONVERSIONS.get(dt.name)
+    return conv[1].format(expr) if conv else f"({_storage(dt)})({expr})"
 
 
 def _load(dt, addr):
