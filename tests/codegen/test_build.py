@@ -69,6 +69,7 @@ def test_a_new_pointwise_operator_changes_one_file_and_one_wrapper(tmp_path):
     changed = generate(str(tree))
     shard = layout.pw_shard("cube_plus")
     assert set(changed) == {"generated/dispatch.py", "generated/functions.py", "generated/pointwise.cu",
+                            "generated/fuser_ops.py",
                             layout.pw_source("cube_plus"), layout.pw_header(shard)}
     after = _keys(tree)
     module = layout.pw_module(shard)
