@@ -10,3 +10,4 @@ The pointwise fuser is `pytorchlite.jit._fuser` (FusionSpec, compile_group)."""
 from pytorchlite.jit._ir import Graph, Node, Value  # noqa: F401
 from pytorchlite.jit._trace import TracingError  # noqa: F401
 from pytorchlite.jit._traced import TracedFunction, TracedModule, trace  # noqa: F401
+from pytorchlite.jit._compile import CompiledFunction, CompiledModule, compile, config, stats  # noqa: F401,E402
