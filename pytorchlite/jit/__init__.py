@@ -11,3 +11,4 @@ from pytorchlite.jit._ir import Graph, Node, Value  # noqa: F401
 from pytorchlite.jit._trace import TracingError  # noqa: F401
 from pytorchlite.jit._traced import TracedFunction, TracedModule, trace  # noqa: F401
 from pytorchlite.jit._compile import CompiledFunction, CompiledModule, compile, config, stats  # noqa: F401,E402
+from pytorchlite.jit._serialize import load, save  # noqa: F401,E402
