@@ -201,7 +201,7 @@ class CompiledFunction:
                                   any(v.requires_grad for v in graph.constants))
         steps = None if needs_grad or not self._fuse else _fusion.fuse(graph)
         entry.graph = graph
-        entry.fn = _codegen.build(graph, steps, name=_ident(self.__name__))
+        entry.fn = _codegen.build(graph, steps, name=self.__name__)
 
     # --- inspection ------------------------------------------------------------------
 
@@ -252,11 +252,6 @@ class CompiledModule(CompiledFunction):
 
     def state_dict(self, *a, **k):
         return self._orig_mod.state_dict(*a, **k)
-
-
-def _ident(name):
-    n = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return n if n and not n[0].isdigit() else "f" + n
 
 
 _BACKENDS = ("inductor", "pytorchlite", "eager", "aot_eager")
