@@ -121,7 +121,10 @@ def source(graph, steps=None, name="forward"):
 
 def _arg_names(graph):
     """The function's parameters: every positional argument of the traced call (a Python
-    number is baked into the graph, its parameter ignored), then parameters/buffers."""
+    number is baked into the graph, its parameter ignored), then parameters/buffers; a
+    graph without `arg_kinds` (a backward graph) takes its inputs as they are."""
+    if getattr(graph, "arg_kinds", None) is None:
+        return [v.py for v in graph.inputs]
     tensors = iter([v for v in graph.inputs if v.kind == "input"])
     names = []
     for i, kind in enumerate(graph.arg_kinds):
