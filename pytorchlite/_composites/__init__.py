@@ -15,4 +15,11 @@ def __getattr__(name):
     # the first `_cm.linalg` imports the module, which then is an attribute of this package
     if name.startswith("__"):
         raise AttributeError(name)
-    return importlib.import_module(f"{__name__}.{name}")
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{name}":
+            raise
+        # hasattr()/getattr(..., default) probes (torch.compile walks sys.modules this way)
+        # expect AttributeError for a name that is not here
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
