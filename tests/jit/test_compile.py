@@ -172,6 +172,33 @@ def test_gradcheck_through_compiled():
     assert P.autograd.gradcheck(cf, (x, y))
 
 
+def test_module_mode_is_guarded():
+    P.manual_seed(0)
+    m = P.nn.Sequential(P.nn.Linear(4, 4), P.nn.Dropout(0.5))
+    cm = P.compile(m, backend="eager")
+    x = P.ones(3, 4)
+    with P.no_grad():
+        cm(x)
+        m.eval()                                 # the original module switched: a guard miss
+        np.testing.assert_allclose(cm(x).numpy(), m[0](x).numpy(), rtol=1e-6)
+    assert cm.recompiles == 1
+
+
+def test_backward_that_cannot_be_captured_runs_eagerly():
+    def f(x):
+        y = x * 2
+        y.add_(1)                                # in-place: no joint graph
+        return y.exp().sum(), x.argmax()
+    cf = P.compile(f)
+    for _ in range(2):
+        xs = P.randn(5, dtype=P.float64).requires_grad_()
+        xe = xs.detach().clone().requires_grad_()
+        cf(xs)[0].backward()
+        f(xe)[0].backward()
+        np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy(), rtol=1e-12)
+    assert cf._entries[-1].backward_graph is None and cf.recompiles == 0
+
+
 def test_compiled_module_training_matches_eager():
     def run(compiled):
         P.manual_seed(3)
