@@ -26,7 +26,8 @@ from pytorchlite._core import TensorBase
 from pytorchlite.autograd.grad_mode import _state as _gm
 from pytorchlite.jit import _autodiff, _codegen, _fusion, _passes
 from pytorchlite.jit._ir import Value
-from pytorchlite.jit._trace import module_state, trace_graph
+from pytorchlite import _intercept as _ix
+from pytorchlite.jit._trace import Tracer, module_state, trace_graph
 
 log = logging.getLogger("pytorchlite.jit")
 
@@ -104,6 +105,10 @@ def _why(old, new, names):
     return "no guard matched"
 
 
+def _tracing():
+    return any(isinstance(h, Tracer) for h in _ix.installed())
+
+
 class _Entry:
     __slots__ = ("graph", "backward_graph", "fn", "dynamic", "signature", "key")
 
@@ -128,6 +133,10 @@ class CompiledFunction:
     # --- the hot path ----------------------------------------------------------------
 
     def __call__(self, *args, **kwargs):
+        if _ix.on and _tracing():
+            # called inside code being traced: run the original, so the outer trace records
+            # its operators (a fused kernel is not an operator call it could see)
+            return (self._module if self._module is not None else self._fn)(*args, **kwargs)
         if kwargs:
             args = self._bind(args, kwargs)
         state = self._state

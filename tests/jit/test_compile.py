@@ -251,3 +251,19 @@ def test_matches_torch_when_installed():
     z = torch.where(z > 0.25, z, -z) / 3
     np.testing.assert_allclose(got[0].numpy(), z.sigmoid().numpy(), rtol=1e-6)
     np.testing.assert_allclose(got[1].item(), z.sum().item(), rtol=1e-5)
+
+
+def test_a_compiled_function_inside_traced_code_is_inlined():
+    inner = P.compile(lambda x: (x * 3).exp())
+    inner(P.ones(4))
+    inner(P.ones(4))                             # a fused entry exists
+
+    def outer(x):
+        return inner(x) + 1
+    t = jit.trace(outer, P.ones(4))
+    g = str(t.graph)
+    assert "aten::exp(" in g and "prim::Constant[value=<Tensor>]" not in g
+    a = P.randn(4)
+    np.testing.assert_allclose(t(a).numpy(), ((a * 3).exp() + 1).numpy(), rtol=1e-6)
+    nested = P.compile(outer)
+    np.testing.assert_allclose(nested(a).numpy(), ((a * 3).exp() + 1).numpy(), rtol=1e-6)
