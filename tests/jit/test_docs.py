@@ -1,5 +1,5 @@
 """The JIT's user-facing examples run: the README section and the docstrings of
-`pytorchlite.jit.trace` and `pytorchlite.compile`."""
+`pytorchlite.jit.trace`, `pytorchlite.compile` and `pytorchlite.jit.script`."""
 
 import doctest
 import os
@@ -22,8 +22,8 @@ def test_readme_example_runs(tmp_path, monkeypatch, capsys):
 
 def test_docstring_examples():
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-    for fn in (jit.trace, pytorchlite.compile):
+    for fn in (jit.trace, pytorchlite.compile, jit.script):
         for t in doctest.DocTestFinder(recurse=False).find(fn, fn.__name__, globs={}):
             runner.run(t)
     assert runner.summarize(verbose=False).failed == 0
-    assert runner.summarize(verbose=False).attempted >= 4
+    assert runner.summarize(verbose=False).attempted >= 6
