@@ -18,8 +18,8 @@ def __getattr__(name):
     try:
         return importlib.import_module(f"{__name__}.{name}")
     except ModuleNotFoundError as e:
+        # not one of ours: an AttributeError, as for any module (pickle's whichmodule, which
+        # torch.compile's cache keys use, asks every loaded module for names and expects it)
         if e.name != f"{__name__}.{name}":
             raise
-        # hasattr()/getattr(..., default) probes (torch.compile walks sys.modules this way)
-        # expect AttributeError for a name that is not here
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
