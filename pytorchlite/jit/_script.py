@@ -61,7 +61,7 @@ class SValue:
 
     @property
     def py(self):
-        return "v_" + self.name if self.name[0].isdigit() else self.name
+        return "_v" + self.name if self.name[0].isdigit() else self.name
 
 
 class SNode:
