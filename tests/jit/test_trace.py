@@ -143,3 +143,23 @@ def test_argument_names_never_meet_generated_names():
     t = jit.trace(f, (a, b, c))
     assert t(a, b, c).tolist() == f(a, b, c).tolist() == [9.0, 14.0]
     assert t.code.startswith("def f(v1, c0, a_x):")
+
+
+def test_other_threads_are_not_recorded():
+    import threading
+    started, release = threading.Event(), threading.Event()
+
+    def other():
+        started.set()
+        while not release.is_set():
+            P.ones(2).exp()
+
+    th = threading.Thread(target=other)
+    th.start()
+    started.wait()
+    try:
+        t = jit.trace(lambda x: x.sin(), P.ones(2))
+    finally:
+        release.set()
+        th.join()
+    assert [n.site.name for n in t.graph.nodes] == ["sin"]
