@@ -83,10 +83,16 @@ class MPIGroup:
     def size(self):
         return self._comm.Get_size()
 
+    def _mark_broken(self, opname):
+        # MPI_Finalize (at exit) and freeing the communicator would wait for the operation
+        # that timed out, forever: skip both in this process
+        self._broken = opname
+        _broken_at_exit.append(opname)
+
     def destroy(self):
         if self._broken is not None:
-            _broken_at_exit.append(self._broken)
-            return       # freeing a communicator with a pending collective would block
+            self._comm = None
+            return
         if self._comm is not None:
             self._comm.Free()
             self._comm = None

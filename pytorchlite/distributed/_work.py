@@ -102,7 +102,7 @@ class Work:
         return True
 
     def _fail(self, limit):
-        self._group._broken = self._opname
+        self._group._mark_broken(self._opname)
         err = DistTimeoutError(
             f"[Rank {self._group._global_rank}] {self._opname} timed out after {_fmt(limit)} (the process group's "
             f"timeout) waiting for the other ranks of a group of {self._group.size()}: a rank died, or did not call "
@@ -117,14 +117,6 @@ class Work:
     def __repr__(self):
         state = "completed" if self._done else ("failed" if self._exception is not None else "pending")
         return f"<pytorchlite.distributed.Work {self._opname} {state}>"
-
-
-class _DoneWork(Work):
-    """The handle of an operation that needed no communication (a rank outside the group)."""
-
-    def __init__(self, group, opname):
-        super().__init__(group, opname, [])
-        self._done = True
 
 
 def _seconds(timeout, who):
