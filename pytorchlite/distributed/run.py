@@ -103,11 +103,18 @@ def main(argv=None):
         raise SystemExit("pytorchlite.distributed.run: --nproc-per-node and --nnodes must be at least 1")
     if args.nnodes > 1 and args.hostfile is None:
         raise SystemExit("pytorchlite.distributed.run: --nnodes > 1 needs --hostfile (the machines to start on)")
-    master_addr = args.master_addr or (_first_host(args.hostfile) if args.hostfile else "127.0.0.1")
-    held = _reserve_port(master_addr, args.master_port)
+    try:
+        master_addr = args.master_addr or (_first_host(args.hostfile) if args.hostfile else "127.0.0.1")
+        held = _reserve_port(master_addr, args.master_port)
+    except (RuntimeError, ValueError, OSError) as e:
+        raise SystemExit(str(e)) from None
     try:
         port = held.getsockname()[1]
-        proc = subprocess.Popen(build_command(args, master_addr, port))
+        try:
+            cmd = build_command(args, master_addr, port)
+        except RuntimeError as e:
+            raise SystemExit(str(e)) from None
+        proc = subprocess.Popen(cmd)
         try:
             return proc.wait()
         except KeyboardInterrupt:
