@@ -88,17 +88,18 @@ class Work:
         limit = self._group._timeout_s if timeout is None else _seconds(timeout, "Work.wait")
         deadline = (self._started if timeout is None else time.monotonic()) + limit
         spins = 0
-        # Busy-poll at first (each Test drives MPI's progress engine, which is what moves a
-        # large message), then yield the core between polls: on an oversubscribed machine
-        # the rank we wait for needs it.
+        begun = time.monotonic()
+        # Poll (each Test drives MPI's progress engine, which is what moves a message), and
+        # after a short spin yield the core between polls: on an oversubscribed machine the
+        # rank we are waiting for may need this core to get there.
         while not self._test():
             spins += 1
-            if spins & 255 == 0:
+            if spins & 63 == 0:
                 now = time.monotonic()
                 if now > deadline:
                     self._fail(limit)
-                if now - self._started > 0.01:
-                    os.sched_yield() if hasattr(os, "sched_yield") else time.sleep(0)
+                if now - begun > 2e-4:
+                    os.sched_yield()
         return True
 
     def _fail(self, limit):
