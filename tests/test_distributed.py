@@ -196,3 +196,14 @@ def test_ddp_digits_equals_one_process_on_the_whole_batch(n):
               "--check", "--epochs", "1", "--steps", "8"])
     out = _ok(p)
     assert f"{n} ranks, 8 steps" in out and "largest parameter difference" in out
+
+
+@pytest.mark.parametrize("module", ["pytorchlite.distributed", "pytorchlite.utils.data.distributed",
+                                    "pytorchlite.nn.parallel.distributed"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+    mod = importlib.import_module(module)
+    result = doctest.testmod(mod, extraglobs={"pytorchlite": torch, "dist": dist},
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0

@@ -76,7 +76,7 @@ class DistributedDataParallel(Module):
 
     >>> model = DistributedDataParallel(Net())          # doctest: +SKIP
     >>> loss_fn(model(x_shard), y_shard).backward()     # doctest: +SKIP
-    >>> opt.step()                                      # same step on every rank
+    >>> opt.step()                                      # doctest: +SKIP
     """
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
