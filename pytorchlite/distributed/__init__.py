@@ -354,7 +354,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         return None
     _list_of_size(tensor_list, g, "all_gather", "tensor_list")
     _same_layout("all_gather", tensor, tensor_list, "tensor_list")
-    flat = pytorchlite.empty((g.size(), tensor.numel()), dtype=tensor.dtype)
+    flat = pytorchlite.empty((g.size(), tensor.numel()), dtype=tensor.dtype, device=tensor.device)
     w = g.allgather_into(flat, tensor, "all_gather")
     w._finish = _copy_out_finish(flat, tensor_list)
     w._result = list(tensor_list)
@@ -396,24 +396,35 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     return _run(g.reduce_scatter(output, input, op), async_op)
 
 
-def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
-    """Every rank's `tensor` into rank `dst`'s `gather_list`."""
-    _check_tensor(tensor, "gather", "tensor")
+def _rooted_list(opname, tensor, lst, peer, arg, peer_arg, group):
+    """The checks gather and scatter share: (group, root's group rank, whether this rank
+    is the root); the list is required on the root and refused elsewhere."""
+    _check_tensor(tensor, opname, "tensor")
     g = _group(group)
     if g is None:
-        return None
-    root = _group_rank(g, dst, "gather", "dst")
-    flat = None
+        return None, None, False
+    root = _group_rank(g, peer, opname, peer_arg)
+    side = "destination" if opname == "gather" else "source"
     if g.rank() == root:
-        if gather_list is None:
-            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
-        _list_of_size(gather_list, g, "gather", "gather_list")
-        _same_layout("gather", tensor, gather_list, "gather_list")
-        flat = pytorchlite.empty((g.size(), tensor.numel()), dtype=tensor.dtype)
-    elif gather_list:
-        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+        if lst is None:
+            raise ValueError(f"Argument ``{arg}`` must be specified on {side} rank.")
+        _list_of_size(lst, g, opname, arg)
+        _same_layout(opname, tensor, lst, arg)
+        return g, root, True
+    if lst:
+        raise ValueError(f"Argument ``{arg}`` must NOT be specified on non-{side} ranks.")
+    return g, root, False
+
+
+def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
+    """Every rank's `tensor` into rank `dst`'s `gather_list`."""
+    g, root, is_root = _rooted_list("gather", tensor, gather_list, dst, "gather_list", "dst", group)
+    if g is None:
+        return None
+    flat = pytorchlite.empty((g.size(), tensor.numel()), dtype=tensor.dtype, device=tensor.device) \
+        if is_root else None
     w = g.gather_into(flat, tensor, root)
-    if flat is not None:
+    if is_root:
         w._finish = _copy_out_finish(flat, gather_list)
         w._result = list(gather_list)
     return _run(w, async_op)
@@ -421,21 +432,11 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
 
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     """Rank `src`'s `scatter_list[i]` into rank i's `tensor`."""
-    _check_tensor(tensor, "scatter", "tensor")
-    g = _group(group)
+    g, root, is_root = _rooted_list("scatter", tensor, scatter_list, src, "scatter_list", "src", group)
     if g is None:
         return None
-    root = _group_rank(g, src, "scatter", "src")
-    flat = None
-    if g.rank() == root:
-        if scatter_list is None:
-            raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
-        _list_of_size(scatter_list, g, "scatter", "scatter_list")
-        _same_layout("scatter", tensor, scatter_list, "scatter_list")
-        # MPI sends one buffer: the list's separate tensors are packed into it
-        flat = pytorchlite.stack([t.detach().reshape(-1) for t in scatter_list])
-    elif scatter_list:
-        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    # MPI sends one buffer: the list's separate tensors are packed into it
+    flat = pytorchlite.stack([t.detach().reshape(-1) for t in scatter_list]) if is_root else None
     return _run(g.scatter_from(flat, tensor, root), async_op)
 
 

@@ -16,6 +16,7 @@ NCCL runs one rank per GPU: on a one-GPU machine only world size 1 runs.
 import glob
 import os
 import sys
+import time
 
 import pytorchlite
 from pytorchlite.distributed._work import DistBackendError, Work
@@ -118,6 +119,12 @@ class _EventRequest:
             return True
         self._group._async_error()
         return False
+
+    def Wait(self):
+        # polled, not cudaEventSynchronize: a hung kernel must still let the communicator's
+        # asynchronous error (and the deadline of the thread waiting for us) through
+        while not self.Test():
+            time.sleep(1e-4)
 
 
 class NCCLGroup:
@@ -245,28 +252,28 @@ class NCCLGroup:
             return lib.ncclGroupEnd()
         return self._launch(opname, call)
 
-    def gather_into(self, flat, inp, root):
+    def _rooted(self, opname, mine, flat, root, arg, gather):
+        """gather (every rank sends `mine` to the root, which receives into the rows of
+        `flat`) or scatter (the reverse), as one group of point-to-point calls."""
         ffi, lib = _load()
-        pi, n, dt = self._arg(inp, "gather", "tensor")
-        calls = [lambda s: lib.ncclSend(ffi.cast("void *", pi), n, dt, root, self._comm, s)]
+        pm, n, dt = self._arg(mine, opname, "tensor")
+        here, there = (lib.ncclSend, lib.ncclRecv) if gather else (lib.ncclRecv, lib.ncclSend)
+        calls = [lambda s: here(ffi.cast("void *", pm), n, dt, root, self._comm, s)]
         if flat is not None:
-            pf, _, _ = self._arg(flat, "gather", "gather_list")
-            size = inp.element_size() * n
-            calls += [lambda s, r=r: lib.ncclRecv(ffi.cast("void *", pf + r * size), n, dt, r, self._comm, s)
+            pf, _, _ = self._arg(flat, opname, arg)
+            size = mine.element_size() * n
+            calls += [lambda s, r=r: there(ffi.cast("void *", pf + r * size), n, dt, r, self._comm, s)
                       for r in range(self.size())]
-        return self._grouped("gather", calls)
+        w = self._grouped(opname, calls)
+        w._keep = (flat, mine)
+        return w
+
+    def gather_into(self, flat, inp, root):
+        return self._rooted("gather", inp, flat, root, "gather_list", True)
 
     def scatter_from(self, flat, out, root):
-        ffi, lib = _load()
-        po, n, dt = self._arg(out, "scatter", "tensor")
-        calls = [lambda s: lib.ncclRecv(ffi.cast("void *", po), n, dt, root, self._comm, s)]
-        if flat is not None:
-            pf, _, _ = self._arg(flat, "scatter", "scatter_list")
-            size = out.element_size() * n
-            calls += [lambda s, r=r: lib.ncclSend(ffi.cast("void *", pf + r * size), n, dt, r, self._comm, s)
-                      for r in range(self.size())]
-        w = self._grouped("scatter", calls)
-        w._keep = (flat,)
+        w = self._rooted("scatter", out, flat, root, "scatter_list", False)
+        w._result = [out]
         return w
 
     def send(self, t, dst, tag):

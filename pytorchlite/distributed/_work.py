@@ -4,10 +4,13 @@ request is tested until it completes or the process group's timeout passes, and 
 caller gets a RuntimeError naming the operation instead of a hang."""
 
 import datetime
-import os
+import threading
 import time
 
 __all__ = ["Work", "DistTimeoutError", "DistBackendError"]
+
+# how long wait() polls before handing the operation to a thread blocked in MPI_Wait
+_SPIN_S = 5e-4
 
 
 class DistBackendError(RuntimeError):
@@ -87,19 +90,33 @@ class Work:
             return True
         limit = self._group._timeout_s if timeout is None else _seconds(timeout, "Work.wait")
         deadline = (self._started if timeout is None else time.monotonic()) + limit
-        spins = 0
-        begun = time.monotonic()
-        # Poll (each Test drives MPI's progress engine, which is what moves a message), and
-        # after a short spin yield the core between polls: on an oversubscribed machine the
-        # rank we are waiting for may need this core to get there.
-        while not self._test():
-            spins += 1
-            if spins & 63 == 0:
-                now = time.monotonic()
-                if now > deadline:
-                    self._fail(limit)
-                if now - begun > 2e-4:
-                    os.sched_yield()
+        # Small operations finish within a short spin of Tests (each drives MPI's progress
+        # engine). A longer one is handed to a thread blocked in the native Wait, which
+        # moves data faster than a loop of Tests from Python (it releases the GIL), while
+        # this thread waits for it with the deadline MPI's Wait does not have.
+        spin_until = time.monotonic() + _SPIN_S
+        while time.monotonic() < spin_until:
+            for _ in range(32):
+                if self._test():
+                    return True
+        done, failed = threading.Event(), []
+        reqs = list(self._requests)
+
+        def waiter():
+            try:
+                for r in reqs:
+                    r.Wait()
+            except BaseException as e:  # reported to the waiting thread below
+                failed.append(e)
+            done.set()
+        threading.Thread(target=waiter, name=f"pytorchlite.distributed {self._opname}", daemon=True).start()
+        if not done.wait(max(0.0, deadline - time.monotonic())):
+            self._fail(limit)
+        if failed:
+            self._exception = DistBackendError(f"{self._opname} failed: {failed[0]}")
+            raise self._exception
+        self._requests = []
+        self._complete()
         return True
 
     def _fail(self, limit):
