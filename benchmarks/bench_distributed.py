@@ -50,7 +50,6 @@ def _time(fn, barrier, nbytes):
 
 
 def _ddp_model(lib):
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
     nn = lib.nn
 
     class CNN(nn.Module):             # examples/train_digits.py's CNN, in either framework
@@ -148,6 +147,11 @@ def main():
     args = p.parse_args()
     if args.worker:
         return worker(args.worker, args.max_mib)
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        print("bench_distributed: skipped (mpi4py is not installed: pip install -e '.[distributed]')")
+        return
     ptl = run_ptl(args.ranks, args.max_mib)
     try:
         import torch  # noqa: F401
@@ -155,6 +159,7 @@ def main():
     except ImportError:
         ref = None
     print(f"all_reduce (float32, SUM) on {args.ranks} ranks: pytorchlite mpi vs torch gloo, algorithm bandwidth")
+    print("(ratio: pytorchlite's bandwidth over gloo's, higher is better; the goal is >= 0.8x at 100 MiB)")
     print(f"{'size':>10} {'ptl GB/s':>10} {'gloo GB/s':>10} {'ratio':>7}")
     for k, t in ptl["allreduce"].items():
         nbytes = int(k)

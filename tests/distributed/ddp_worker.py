@@ -93,6 +93,28 @@ sizes = [torch.empty(k) for k in (10, 300_000, 300_000, 10)]     # 40 B, 1.2 MB,
 assert _bucket_assignment(sizes, 25 * 2 ** 20, 2 ** 20) == [[3, 2], [1, 0]]
 assert _bucket_assignment(sizes, 1, 1) == [[3], [2], [1], [0]]
 
+# overlap: with one parameter per bucket, the last layers' all-reduces start while backward
+# has not yet reached the first layer
+events = []
+seq = nn.Sequential(nn.Linear(3, 4), nn.Linear(4, 4), nn.Linear(4, 2))
+m3 = DDP(seq, bucket_cap_mb=1e-6)
+assert len(m3._buckets) == 6 and [b.params for b in m3._buckets] == [[5], [4], [3], [2], [1], [0]]
+real_all_reduce = dist.all_reduce
+
+
+def logged(t, *a, **k):
+    events.append(("start", t.numel()))
+    return real_all_reduce(t, *a, **k)
+
+
+dist.all_reduce = logged
+seq[0].weight.register_hook(lambda g: events.append(("first layer grad", g.numel())))
+m3(x).sum().backward()
+dist.all_reduce = real_all_reduce
+first = events.index(("first layer grad", 12))
+assert [e for e in events[:first] if e[0] == "start"] == [("start", 2), ("start", 8), ("start", 4), ("start", 16), ("start", 4)], \
+    events
+
 dist.destroy_process_group()
 print(f"rank {r}: ddp ok", flush=True)
 sys.exit(0)

@@ -13,7 +13,7 @@ dist.init_process_group("mpi", timeout=datetime.timedelta(seconds=1.5))
 if dist.get_rank() == 1:
     if sys.argv[1] == "die":
         os._exit(3)
-    time.sleep(3)
+    time.sleep(2.5)
     sys.exit(0)
 t0 = time.monotonic()
 try:
