@@ -78,6 +78,7 @@ from pytorchlite import cuda  # noqa: E402,F401
 from pytorchlite.serialization import save, load  # noqa: E402,F401
 from pytorchlite import utils  # noqa: E402,F401
 from pytorchlite import multiprocessing  # noqa: E402,F401  (registers the tensor reducers)
+from pytorchlite import distributed  # noqa: E402,F401
 from pytorchlite._core import broadcast_shapes as _bs
 
 

@@ -207,3 +207,12 @@ def test_docstring_examples(module):
     result = doctest.testmod(mod, extraglobs={"pytorchlite": torch, "dist": dist},
                              optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
+
+
+def test_world_size_mismatch_under_the_launcher():
+    """WORLD_SIZE (env://) that disagrees with what mpiexec started: a clear error on every rank."""
+    code = ("import sys\nimport pytorchlite.distributed as d\n"
+            "try:\n    d.init_process_group('mpi', init_method='env://')\n"
+            "except ValueError as e:\n    sys.stdout.write(f'ValueError: {e}\\n')\n")
+    out = _ok(_run([_mpiexec(), "-genv", "WORLD_SIZE", "3", "-n", "2", sys.executable, "-c", code]))
+    assert out.count("world size mismatch: world_size=3 was requested but the launcher started 2 processes") == 2

@@ -171,12 +171,13 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         if mpi_size is None:
             mpi_rank, mpi_size = (rank, world_size) if world_size > 0 else (0, 1)
     if world_size not in (-1, mpi_size):
-        hint = ("this process was not started by an MPI launcher, so MPI sees only itself: start the ranks with "
-                f"`python -m pytorchlite.distributed.run --nproc-per-node {world_size} script.py` or "
-                f"`mpiexec -n {world_size} python script.py`") if mpi_size == 1 else \
-            f"the launcher started {mpi_size} processes"
-        raise ValueError(f"{who}(): world size mismatch: world_size={world_size} was requested but the launcher "
-                         f"started {mpi_size} process{'es' if mpi_size != 1 else ''} ({hint})")
+        msg = (f"{who}(): world size mismatch: world_size={world_size} was requested but the launcher started "
+               f"{mpi_size} process{'es' if mpi_size != 1 else ''}")
+        if mpi_size == 1:
+            msg += (" (this process was not started by an MPI launcher, so MPI sees only itself: start the ranks "
+                    f"with `python -m pytorchlite.distributed.run --nproc-per-node {world_size} script.py` or "
+                    f"`mpiexec -n {world_size} python script.py`)")
+        raise ValueError(msg)
     if rank not in (-1, mpi_rank):
         raise ValueError(f"{who}(): rank mismatch: rank={rank} was requested but the MPI launcher made this "
                          f"process rank {mpi_rank} of {mpi_size}")
