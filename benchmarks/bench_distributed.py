@@ -81,6 +81,8 @@ def worker(kind, max_mib):
     lib.set_num_threads(1)
     rank, world = dist.get_rank(), dist.get_world_size()
     res = {"allreduce": {}}
+    warm = lib.ones(256)
+    _time(lambda: dist.all_reduce(warm), dist.barrier, 1024)   # both ranks up and connected
     for nbytes in sizes(max_mib):
         t = lib.ones(nbytes // 4)
         res["allreduce"][nbytes] = _time(lambda: dist.all_reduce(t), dist.barrier, nbytes)

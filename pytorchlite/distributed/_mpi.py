@@ -54,10 +54,15 @@ def available():
     return True
 
 
-def _ops():
+def _mpi_op(op, t):
+    """MPI's operation for ReduceOp `op` on t's dtype. MPI reduces booleans only with
+    logical operations: SUM and MAX are OR, PRODUCT and MIN are AND (PyTorch's results)."""
     MPI = mpi()
+    if t.dtype == pytorchlite.bool:
+        return {"SUM": MPI.LOR, "MAX": MPI.LOR, "BOR": MPI.LOR, "PRODUCT": MPI.LAND, "MIN": MPI.LAND,
+                "BAND": MPI.LAND, "BXOR": MPI.LXOR}[op]
     return {"SUM": MPI.SUM, "AVG": MPI.SUM, "PRODUCT": MPI.PROD, "MIN": MPI.MIN, "MAX": MPI.MAX,
-            "BAND": MPI.BAND, "BOR": MPI.BOR, "BXOR": MPI.BXOR}
+            "BAND": MPI.BAND, "BOR": MPI.BOR, "BXOR": MPI.BXOR}[op]
 
 
 # MPI has no reduction over 16-bit floats or complex MIN/MAX; these move only as bytes
@@ -108,7 +113,7 @@ class MPIGroup:
                                f"{list(t.shape)} and strides {list(t.stride())})")
         name = str(t.dtype).split(".")[-1]
         if reduce_op is not None:
-            if name in _NO_REDUCE or (name == "bool" and reduce_op not in ("MIN", "MAX", "PRODUCT")):
+            if name in _NO_REDUCE or (name == "bool" and reduce_op == "AVG"):
                 raise TypeError(f"{opname}: the mpi backend cannot reduce {t.dtype} tensors with {reduce_op} "
                                 "(MPI has no such reduction); convert to float32 first")
             if t.dtype.is_complex and reduce_op in ("MIN", "MAX"):
@@ -141,7 +146,7 @@ class MPIGroup:
     # ---- collectives (every one returns a Work) --------------------------------------------
     def allreduce(self, t, op):
         b = self._buf(t, "all_reduce", "tensor", op)
-        req = self._comm.Iallreduce(mpi().IN_PLACE, b, _ops()[op])
+        req = self._comm.Iallreduce(mpi().IN_PLACE, b, _mpi_op(op, t))
         return self._start("all_reduce", [req], self._avg([t], op), (b,), [t])
 
     def broadcast(self, t, root):
@@ -152,10 +157,10 @@ class MPIGroup:
         MPI = mpi()
         b = self._buf(t, "reduce", "tensor", op)
         if self.rank() == root:
-            req = self._comm.Ireduce(MPI.IN_PLACE, b, _ops()[op], root=root)
+            req = self._comm.Ireduce(MPI.IN_PLACE, b, _mpi_op(op, t), root=root)
             finish = self._avg([t], op)
         else:
-            req = self._comm.Ireduce(b, None, _ops()[op], root=root)
+            req = self._comm.Ireduce(b, None, _mpi_op(op, t), root=root)
             finish = None
         return self._start("reduce", [req], finish, (b,), [t])
 
@@ -166,7 +171,7 @@ class MPIGroup:
     def reduce_scatter(self, out, inp, op):
         bo = self._buf(out, "reduce_scatter_tensor", "output", op)
         bi = self._buf(inp, "reduce_scatter_tensor", "input", op)
-        req = self._comm.Ireduce_scatter_block(bi, bo, _ops()[op])
+        req = self._comm.Ireduce_scatter_block(bi, bo, _mpi_op(op, out))
         return self._start("reduce_scatter_tensor", [req], self._avg([out], op), (bo, bi), [out])
 
     def gather_into(self, flat, inp, root):

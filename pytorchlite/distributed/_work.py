@@ -9,8 +9,10 @@ import time
 
 __all__ = ["Work", "DistTimeoutError", "DistBackendError"]
 
-# how long wait() polls before handing the operation to a thread blocked in MPI_Wait
-_SPIN_S = 5e-4
+# how long wait() polls before handing the operation to a thread blocked in MPI_Wait (on a
+# loaded machine a new thread may wait milliseconds for a core: most operations up to a
+# few MiB finish within the spin)
+_SPIN_S = 5e-3
 
 
 class DistBackendError(RuntimeError):

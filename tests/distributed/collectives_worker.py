@@ -25,6 +25,14 @@ for op, fn in [(dist.ReduceOp.SUM, np.sum), (dist.ReduceOp.PRODUCT, np.prod), (d
         dist.all_reduce(t, op=op)
         eq(t, fn(np.stack(vals), axis=0).astype(t.numpy().dtype))
 
+# bool: SUM and MAX are "any", PRODUCT and MIN are "all"
+flags = [[k == 0, True, False] for k in range(n)]
+for op, fn in [(dist.ReduceOp.SUM, np.any), (dist.ReduceOp.MAX, np.any), (dist.ReduceOp.MIN, np.all),
+               (dist.ReduceOp.PRODUCT, np.all)]:
+    t = torch.tensor(flags[r])
+    dist.all_reduce(t, op=op)
+    eq(t, fn(np.array(flags), axis=0))
+
 # on the tensor's own memory: a view of a larger tensor is reduced in place, the rest untouched
 base = torch.zeros(4, 5)
 row = base[1]
