@@ -84,9 +84,7 @@ def worker(kind, max_mib):
     warm = lib.ones(256)
     _time(lambda: dist.all_reduce(warm), dist.barrier, 1024)   # both ranks up and connected
     for nbytes in sizes(max_mib):
-        t = lib.ones(nbytes // 4)
-        res["allreduce"][nbytes] = _time(lambda: dist.all_reduce(t), dist.barrier, nbytes)
-        del t
+        res["allreduce"][nbytes] = _time(lambda t=lib.ones(nbytes // 4): dist.all_reduce(t), dist.barrier, nbytes)
     lib.manual_seed(0)
     x, y = lib.randn(64 // world, 1, 8, 8), lib.randint(0, 10, (64 // world,))
 

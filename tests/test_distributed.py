@@ -73,6 +73,16 @@ def test_init_argument_errors(kw, kind, words):
     assert not dist.is_initialized()
 
 
+def test_nccl_without_cuda_says_so():
+    pytest.importorskip("cffi")
+    import pytorchlite.cuda
+    if pytorchlite.cuda.is_available():
+        pytest.skip("CUDA is available here")
+    with pytest.raises(RuntimeError, match="backend='nccl'.*CUDA is not available"):
+        dist.init_process_group("nccl")
+    assert not dist.is_nccl_available() and not dist.is_initialized()
+
+
 def test_reduce_op_names():
     assert [o.name for o in dist.ReduceOp] == ["SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR"]
     assert str(dist.ReduceOp.SUM) == "RedOpType.SUM"

@@ -162,6 +162,9 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     timeout_s = _seconds(timeout, who) if timeout is not None else (
         default_pg_nccl_timeout if backend == "nccl" else default_pg_timeout).total_seconds()
 
+    if backend == "nccl":
+        from pytorchlite.distributed import _nccl
+        _nccl.check_usable()
     if backend == "mpi" and not _mpi.available():
         raise RuntimeError(f"{who}(backend='mpi'): mpi4py is not installed: pip install 'pytorchlite[distributed]' "
                            "(mpi4py and the mpich wheel)")

@@ -308,11 +308,19 @@ class NCCLGroup:
         return NCCLGroup(new[0], ranks, self._global_rank, timeout_s, self._device)
 
 
-def init_world(rank, size, timeout_s, device_id=None):
+def check_usable():
+    """Raise a RuntimeError saying why the nccl backend cannot run here (before any rank
+    touches MPI)."""
     import pytorchlite.cuda as cuda
     if not cuda.is_available():
-        raise RuntimeError("init_process_group(backend='nccl'): CUDA is not available "
-                           f"({pytorchlite.cuda._runtime._unavailable_reason() or 'no GPU'})")
+        raise RuntimeError("init_process_group(backend='nccl'): CUDA is not available (the nccl backend runs on "
+                           "CUDA tensors; use backend='mpi' for CPU tensors)")
+    _load()
+
+
+def init_world(rank, size, timeout_s, device_id=None):
+    import pytorchlite.cuda as cuda
+    check_usable()
     ffi, lib = _load()
     if device_id is not None:
         device = pytorchlite.device(device_id).index or 0
