@@ -224,9 +224,6 @@ class _StatusRequest:
     def Test(self):
         return self._req.Test(self._status)
 
-    def Wait(self):
-        return self._req.Wait(self._status)
-
 
 def init_world(timeout_s):
     MPI = mpi()

@@ -16,7 +16,6 @@ NCCL runs one rank per GPU: on a one-GPU machine only world size 1 runs.
 import glob
 import os
 import sys
-import time
 
 import pytorchlite
 from pytorchlite.distributed._work import DistBackendError, Work
@@ -119,12 +118,6 @@ class _EventRequest:
             return True
         self._group._async_error()
         return False
-
-    def Wait(self):
-        # polled, not cudaEventSynchronize: a hung kernel must still let the communicator's
-        # asynchronous error (and the deadline of the thread waiting for us) through
-        while not self.Test():
-            time.sleep(1e-4)
 
 
 class NCCLGroup:

@@ -4,15 +4,14 @@ request is tested until it completes or the process group's timeout passes, and 
 caller gets a RuntimeError naming the operation instead of a hang."""
 
 import datetime
-import threading
 import time
 
 __all__ = ["Work", "DistTimeoutError", "DistBackendError"]
 
-# how long wait() polls before handing the operation to a thread blocked in MPI_Wait (on a
-# loaded machine a new thread may wait milliseconds for a core: most operations up to a
-# few MiB finish within the spin)
-_SPIN_S = 5e-3
+# wait(): how long it spins on MPI_Test, then the shortest and longest sleep between tests
+_SPIN_S = 2e-4
+_NAP_MIN_S = 2e-5
+_NAP_MAX_S = 1e-3
 
 
 class DistBackendError(RuntimeError):
@@ -92,33 +91,22 @@ class Work:
             return True
         limit = self._group._timeout_s if timeout is None else _seconds(timeout, "Work.wait")
         deadline = (self._started if timeout is None else time.monotonic()) + limit
-        # Small operations finish within a short spin of Tests (each drives MPI's progress
-        # engine). A longer one is handed to a thread blocked in the native Wait, which
-        # moves data faster than a loop of Tests from Python (it releases the GIL), while
-        # this thread waits for it with the deadline MPI's Wait does not have.
+        # Spin briefly (each Test drives MPI's progress engine; small operations finish
+        # here), then poll with growing sleeps: a rank that spins while it waits for a
+        # slower one takes the core that one needs on a shared or oversubscribed machine
+        # (MPI's own Wait spins). Large transfers lose little: with single-copy transfers
+        # between processes one progress call moves a whole piece of the message.
         spin_until = time.monotonic() + _SPIN_S
         while time.monotonic() < spin_until:
             for _ in range(32):
                 if self._test():
                     return True
-        done, failed = threading.Event(), []
-        reqs = list(self._requests)
-
-        def waiter():
-            try:
-                for r in reqs:
-                    r.Wait()
-            except BaseException as e:  # reported to the waiting thread below
-                failed.append(e)
-            done.set()
-        threading.Thread(target=waiter, name=f"pytorchlite.distributed {self._opname}", daemon=True).start()
-        if not done.wait(max(0.0, deadline - time.monotonic())):
-            self._fail(limit)
-        if failed:
-            self._exception = DistBackendError(f"{self._opname} failed: {failed[0]}")
-            raise self._exception
-        self._requests = []
-        self._complete()
+        nap = _NAP_MIN_S
+        while not self._test():
+            if time.monotonic() > deadline:
+                self._fail(limit)
+            time.sleep(nap)
+            nap = min(nap * 2, _NAP_MAX_S)
         return True
 
     def _fail(self, limit):

@@ -74,6 +74,10 @@ def _tensors_in(obj, out):
 class DistributedDataParallel(Module):
     """Wrap `module` for data-parallel training over the default (or given) process group.
 
+    `gradient_as_bucket_view` and `static_graph` are accepted for compatibility and change
+    nothing (gradients are copied into the buckets and back; buckets are never rebuilt from
+    the observed order, as PyTorch does after the first iteration).
+
     >>> model = DistributedDataParallel(Net())          # doctest: +SKIP
     >>> loss_fn(model(x_shard), y_shard).backward()     # doctest: +SKIP
     >>> opt.step()                                      # doctest: +SKIP
