@@ -9,7 +9,7 @@ import time
 __all__ = ["Work", "DistTimeoutError", "DistBackendError"]
 
 # wait(): how long it spins on MPI_Test, then the shortest and longest sleep between tests
-_SPIN_S = 2e-4
+_SPIN_S = 2e-3
 _NAP_MIN_S = 2e-5
 _NAP_MAX_S = 1e-3
 
@@ -91,7 +91,7 @@ class Work:
             return True
         limit = self._group._timeout_s if timeout is None else _seconds(timeout, "Work.wait")
         deadline = (self._started if timeout is None else time.monotonic()) + limit
-        # Spin briefly (each Test drives MPI's progress engine; small operations finish
+        # Spin for up to 2 ms (each Test drives MPI's progress engine; small operations finish
         # here), then poll with growing sleeps: a rank that spins while it waits for a
         # slower one takes the core that one needs on a shared or oversubscribed machine
         # (MPI's own Wait spins). Large transfers lose little: with single-copy transfers
