@@ -167,18 +167,23 @@ def test_rank_that_dies_makes_the_other_raise():
     assert "all_reduce timed out" in p.stdout, p.stdout + p.stderr
 
 
-def test_launcher_sets_torchrun_variables(tmp_path):
+def test_launcher_sets_torchrun_variables_on_two_simulated_nodes(tmp_path):
+    """--nnodes 2 with a hostfile naming this machine twice (as localhost and 127.0.0.1):
+    four ranks, two per "node", each with torchrun's variables and the script's arguments."""
     _mpiexec()
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost\n127.0.0.1\n")
     script = tmp_path / "show.py"
     script.write_text("import os, sys\nimport pytorchlite as t, pytorchlite.distributed as d\n"
                       "d.init_process_group('mpi', init_method='env://')\n"
                       "x = t.ones(1); d.all_reduce(x)\n"
                       "e = os.environ\n"
-                      "sys.stdout.write(f\"R {e['RANK']} {e['WORLD_SIZE']} {e['LOCAL_RANK']} {e['MASTER_ADDR']} "
-                      "{int(x.item())} {sys.argv[1:]}\\n\")\n")
-    out = _ok(_run([sys.executable, "-m", "pytorchlite.distributed.run", "--nproc-per-node", "2", "--master-port",
-                    "0", str(script), "--flag", "v"]))
-    assert "R 0 2 0 127.0.0.1 2 ['--flag', 'v']" in out and "R 1 2 1 127.0.0.1 2 ['--flag', 'v']" in out
+                      "sys.stdout.write(f\"R {e['RANK']} {e['WORLD_SIZE']} {e['LOCAL_RANK']} {e['LOCAL_WORLD_SIZE']} "
+                      "{e['GROUP_RANK']} {e['MASTER_ADDR']} {int(x.item())} {sys.argv[1:]}\\n\")\n")
+    out = _ok(_run([sys.executable, "-m", "pytorchlite.distributed.run", "--nnodes", "2", "--nproc-per-node", "2",
+                    "--hostfile", str(hosts), "--master-port", "0", str(script), "--flag", "v"]))
+    for rank in range(4):
+        assert f"R {rank} 4 {rank % 2} 2 {rank // 2} localhost 4 ['--flag', 'v']" in out, out
 
 
 def test_launcher_port_in_use():
