@@ -6,6 +6,8 @@ caller gets a RuntimeError naming the operation instead of a hang."""
 import datetime
 import time
 
+from pytorchlite.profiler import record_function
+
 __all__ = ["Work", "DistTimeoutError", "DistBackendError"]
 
 # wait(): how long it spins on MPI_Test, then the shortest and longest sleep between tests
@@ -44,9 +46,15 @@ class Work:
         self._done = False
         self._exception = None
         self._started = time.monotonic()
+        # a range in the profiler's trace from start to completion (as PyTorch's
+        # "gloo:all_reduce"), so communication overlapping backward shows; the end is when
+        # completion is seen, i.e. at the poll that finds it
+        self._range = record_function(f"{group.backend}:{opname}")
+        self._range.__enter__()
 
     def _complete(self):
         self._done = True
+        self._range.__exit__(None, None, None)
         self._requests = []
         self._keep = ()
         if self._finish is not None:

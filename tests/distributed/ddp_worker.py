@@ -115,6 +115,18 @@ first = events.index(("first layer grad", 12))
 started = [e[1] for e in events[:first] if e[0] == "start"]
 assert started == [2, 8, 4, 16, 4], events      # fc3.bias, fc3.weight, fc2.bias, fc2.weight, fc1.bias
 
+# the same in the profiler's trace: the first "mpi:all_reduce" range starts before backward
+# runs the first layer's node (it may already have ended there: the transfer overlapped)
+from pytorchlite.profiler import profile  # noqa: E402
+
+with profile() as prof:
+    m3(x).sum().backward()
+ev = prof.events()
+comm = [e for e in ev if e.name == "mpi:all_reduce"]
+nodes = [e for e in ev if e.name == "AddmmBackward0"]
+assert len(comm) == 6 and len(nodes) == 3, [e.name for e in ev]
+assert comm[0].time_range.start < nodes[-1].time_range.start, (comm[0], nodes[-1])
+
 dist.destroy_process_group()
 print(f"rank {r}: ddp ok", flush=True)
 sys.exit(0)
