@@ -21,3 +21,4 @@ from pytorchlite.nn.attention import MultiheadAttention, TransformerEncoder, Tra
 from pytorchlite.nn.module import Module  # noqa: F401
 from pytorchlite.nn.parameter import Parameter  # noqa: F401
 from pytorchlite.nn.rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401
+from pytorchlite.nn import parallel  # noqa: E402,F401

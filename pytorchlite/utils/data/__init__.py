@@ -8,3 +8,4 @@ from pytorchlite.utils.data.sampler import (  # noqa: F401
 from pytorchlite.utils.data._collate import default_collate, default_convert  # noqa: F401
 from pytorchlite.utils.data._worker import WorkerInfo, get_worker_info  # noqa: F401
 from pytorchlite.utils.data.dataloader import DataLoader  # noqa: F401
+from pytorchlite.utils.data.distributed import DistributedSampler  # noqa: F401
