@@ -94,6 +94,8 @@ class FusionSpec:
         return hash(self._identity())
 
 
+_ASM_OPERANDS = 8      # tile pointers per asm statement: each takes a register ("r")
+
 def can_fuse(op_name):
     """Whether `op_name` is an ops.yaml pointwise operator the fuser can put in a group."""
     return op_name in _table.OPS
@@ -543,8 +545,11 @@ def render_c(spec, nodes):
               f"            for (int64_t i = 0; i < m; i++) {_store(dt, f'p + i * st[{k}]', f'y{o}[i]')};",
               "        }"]
     L.append("    }")
-    if keep:
-        escaped = ", ".join('"r"(bn%d)' % j for j in sorted(keep))
+    # (one statement per 8 tiles: each operand takes a general register, and GCC refuses an
+    # asm statement with more operands than it has registers ("impossible constraints"))
+    kept = sorted(keep)
+    for c in range(0, len(kept), _ASM_OPERANDS):
+        escaped = ", ".join('"r"(bn%d)' % j for j in kept[c:c + _ASM_OPERANDS])
         L.append('    __asm__ volatile("" : : %s : "memory");' % escaped)
     L += ["}", ""]
     nt = nout + nin

@@ -112,6 +112,19 @@ def test_cheap_chain_is_bitwise_eager():
     assert "restrict" in k.source and f"#define TILE {_fuser.TILE}" in k.source
 
 
+def test_more_kept_products_than_one_asm_statement_takes():
+    """Each product an add reads in the same loop is kept by an asm operand; GCC takes at
+    few in one statement (one register each), so a long multiply-add chain needs several."""
+    nodes = []
+    for k in range(40):
+        prev = IN(0) if k == 0 else N(2 * k - 1)
+        nodes += [("mul", (prev, C(1.0001))), ("add", (N(2 * k), IN(1), C(1)))]
+    spec = FusionSpec((f32, f32), tuple(nodes), (len(nodes) - 1,))
+    k = compile_group(spec)
+    assert k.source.count("__asm__") == 5
+    check_equal(spec, (_randn(300, seed=3), _randn(300, seed=4)))
+
+
 def test_transcendental_chain_matches_eager():
     a, b = _randn(3000, seed=3), _randn(3000, seed=4)
     # (sin and cos are the vectorised ones of kernels/ptl_jit.h, within a few ulp of libm's;
