@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import jinja2
 
-from . import abi, cexpr, layout, operators as pyops, reductions, structured
+from . import abi, cexpr, layout, onnx as onnx_forms, operators as pyops, reductions, structured
 from .derivatives import binding_lines, forward_lines, load_derivative_entries, render_nodes
 from .model import DTYPE_CLASS, CodegenError, Operator, load_ops
 from .overloads import Dispatcher, Member, matcher_body, params_of
@@ -579,6 +579,18 @@ def _env():
                               undefined=jinja2.StrictUndefined)
 
 
+def _onnx_entry(op):
+    """What generated/onnx_table.py says of one operator (an alias exports as its target)."""
+    form = op.impl.onnx
+    impl = op.impl
+    return {"full_name": op.full_name, "fn": f"_onnx_{impl.ident}" if form else "",
+            "params": onnx_forms.params(impl.schema), "where": impl.where.replace("\n", " "),
+            "source": form.source if form else "", "python": form.python if form else "",
+            "ops": form.ops if form else (), "loc": f"{op.file}:{op.line}",
+            "kind": impl.kind, "promotion": impl.pointwise.promotion if impl.pointwise else "",
+            "fn_defined": not op.alias_of}
+
+
 def render_all(root=ROOT):
     """Return {relative path: content} for everything codegen writes."""
     ops = load_ops(os.path.join(root, "ops.yaml"))
@@ -658,6 +670,8 @@ def render_all(root=ROOT):
         "generated/structured.py": env.get_template("structured.py.j2").render(
             header=HEADER, views=st_views, meta_modules=[(m, aliases[m]) for m in meta_modules]),
         "generated/autograd_nodes.py": render_nodes(env, derivs),
+        "generated/onnx_table.py": env.get_template("onnx_table.py.j2").render(
+            header=HEADER, entries=[_onnx_entry(op) for op in ops]),
     }
     # one C file per pointwise operator and one prototype header per extension shard, so
     # that a new operator compiles only its own loops and its shard's small wrapper (see
