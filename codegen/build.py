@@ -400,3 +400,45 @@ def build(root=ROOT, force=False, verbose=False, jobs=None, cache=None, log=None
             log("linked " + e.module)
     _remove_retired(root, exts)
     return [e.module for e in todo]
+
+
+# --- the JIT's fused kernels --------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _jit_toolchain():
+    return _Toolchain.find()
+
+
+def compile_jit(source, cache, stem="fused", root=ROOT, log=None):
+    """Compile one C source generated at run time (the JIT fuser's kernels,
+    pytorchlite/jit/_fuser.py) into a shared library in `cache`, with the flags and compiler
+    of the extensions (`#include "ptl.h"` works as in kernels/), linked against `_C` for
+    the pointwise iterator. The file is named by a key over the source, every header it
+    includes, the toolchain and the `_C` it links, so a second process (or a second call)
+    finds it and compiles nothing. Returns (path, whether it was compiled now). Written to a
+    temporary name and renamed: concurrent processes never see (or load) a half-written
+    library, and the last rename wins with an identical file."""
+    tc = _jit_toolchain()
+    main = extension_path(root)
+    key = _Tree(root).digest(tc.key_parts("jit") + [" ".join(tc.ldflags), main], source)
+    path = os.path.join(cache, f"{stem}-{key}.so")
+    if os.path.exists(path):
+        return path, False
+    os.makedirs(cache, exist_ok=True)
+    tmp = path + ".%d.%d.tmp" % (os.getpid(), threading.get_ident())
+    c_path = tmp + ".c"
+    with open(c_path, "w", encoding="utf-8") as f:
+        f.write(source)
+    try:
+        cmd = tc.cc + tc.cflags + ["-shared", c_path, "-o", tmp] + tc.ldflags + [
+            "-L" + os.path.dirname(main), "-l:" + os.path.basename(main),
+            "-Wl,-rpath," + os.path.dirname(main), "-lm"]
+        _run(cmd, f"compiling the fused kernel {stem}-{key}", root, False)
+        os.replace(tmp, path)
+    finally:
+        for p in (c_path, tmp):
+            if os.path.exists(p):
+                os.remove(p)
+    if log:
+        log(f"compiled {path}")
+    return path, True

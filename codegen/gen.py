@@ -176,6 +176,11 @@ class PointwiseView:
             tree = pw.body_for(d)
             expr = cexpr.emit(tree, ctype, sfx, lambda n: ("v_" if n in self.inputs else "s_") + n)
             self.kernels.append(KernelVariant(d, out, expr))
+        # the same expression with placeholders for the JIT fuser (templates/fuser_ops.py.j2)
+        slots = {n: "{i%d}" % k for k, n in enumerate(self.inputs)}
+        slots.update({n: "{s%d}" % k for k, n in enumerate(self.scalars)})
+        self.fuser_exprs = [(d, cexpr.emit(pw.body_for(d), _C_TYPES[d][0], _C_TYPES[d][1], slots.__getitem__))
+                            for d in pw.dtypes]
         self.out_code_expr = "PTL_BOOL" if pw.promotion == "bool_out" else "dtype"
         self.check = pw.check
         self.check_module, _, self.check_function = pw.check.rpartition(".")
@@ -672,6 +677,8 @@ def render_all(root=ROOT):
         "generated/autograd_nodes.py": render_nodes(env, derivs),
         "generated/onnx_table.py": env.get_template("onnx_table.py.j2").render(
             header=HEADER, entries=[_onnx_entry(op) for op in ops]),
+        "generated/fuser_ops.py": env.get_template("fuser_ops.py.j2").render(
+            header=HEADER, ops=pw_views, c_types=sorted(_C_TYPES.items())),
     }
     # one C file per pointwise operator and one prototype header per extension shard, so
     # that a new operator compiles only its own loops and its shard's small wrapper (see

@@ -129,3 +129,17 @@ class suspended:
 def installed():
     """The installed handlers, first installed first."""
     return tuple(_handlers)
+
+
+def read(what, tensor):
+    """A hand-written Tensor method is about to read `tensor`'s values (`what`: "item",
+    "tolist", "numpy", "bool") or its shape ("shape"). Handlers that define
+    `value_read(what, tensor)` are told (the JIT tracer refuses value reads, with the
+    user's source line); nothing happens on a thread under `suspended()`. Called only
+    while `on`, so eager code pays the same one test as the bindings."""
+    if _tls.suspend:
+        return
+    for handler in reversed(_handlers):
+        f = getattr(handler, "value_read", None)
+        if f is not None:
+            f(what, tensor)

@@ -16,6 +16,7 @@ import weakref
 import numpy as np
 
 from pytorchlite import _backends, _core, _creation, _indexing, _interop, _serialization, _tensor_str
+from pytorchlite import _intercept as _ix
 from pytorchlite._argparse import wrap_dim
 from pytorchlite.autograd import _views, engine, graph
 from pytorchlite import _dtype as D
@@ -47,9 +48,13 @@ class Tensor(TensorBase, TensorMethods):
 
     @property
     def shape(self):
+        if _ix.on:
+            _ix.read("shape", self)
         return Size(self._shape)
 
     def size(self, dim=None):
+        if _ix.on:
+            _ix.read("shape", self)
         if dim is None:
             return Size(self._shape)
         return self._shape[_wrap_dim("size", dim, len(self._shape))]
@@ -107,6 +112,8 @@ class Tensor(TensorBase, TensorMethods):
         return np.asarray(_ArrayView(self, npdt))
 
     def numpy(self, *, force=False):
+        if _ix.on:
+            _ix.read("numpy", self)
         if force:
             return self.detach().cpu().resolve_conj()._numpy_view().copy()
         if self._requires_grad:
@@ -133,6 +140,8 @@ class Tensor(TensorBase, TensorMethods):
         return self.cpu()._numpy_view() if self._device.type != "cpu" else self._numpy_view()
 
     def tolist(self):
+        if _ix.on:
+            _ix.read("tolist", self)
         if len(self._shape) > 64:
             # NumPy stops at 64 dims, PyTorch does not: the values in order, then nested
             return _nest(iter(self.reshape(-1).tolist()), self._shape)
@@ -142,6 +151,8 @@ class Tensor(TensorBase, TensorMethods):
         return a.tolist()
 
     def item(self):
+        if _ix.on:
+            _ix.read("item", self)
         n = self.numel()
         if n != 1:
             raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
@@ -163,6 +174,8 @@ class Tensor(TensorBase, TensorMethods):
         return complex(self.item())
 
     def __bool__(self):
+        if _ix.on:
+            _ix.read("bool", self)
         n = self.numel()
         if n == 0:
             raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
@@ -171,6 +184,8 @@ class Tensor(TensorBase, TensorMethods):
         return bool(self.item())
 
     def __len__(self):
+        if _ix.on:
+            _ix.read("shape", self)
         if not self._shape:
             raise TypeError("len() of a 0-d tensor")
         return self._shape[0]
@@ -344,10 +359,17 @@ class Tensor(TensorBase, TensorMethods):
 
     # --- indexing -----------------------------------------------------------------------
 
+    # hand-written, so they hand themselves to the interception handlers as the generated
+    # bindings do (the JIT tracer records them as nodes)
     def __getitem__(self, index):
+        if _ix.on and _ix.claim():
+            return _ix.call(_IX_getitem, (self, index))
         return _indexing.getitem(self, index)
 
     def __setitem__(self, index, value):
+        if _ix.on and _ix.claim():
+            _ix.call(_IX_setitem, (self, index, value))
+            return
         _indexing.setitem(self, index, value)
 
     # --- autograd (the engine is pytorchlite/autograd/) ---------------------------------
@@ -419,6 +441,8 @@ class Tensor(TensorBase, TensorMethods):
 
     def detach(self):
         """A tensor sharing this one's memory and version counter, outside the graph."""
+        if _ix.on and _ix.claim():
+            return _ix.call(_IX_detach, (self,))
         return make(self._storage, self._shape, self._stride, self._offset, self._dtype, self._vc, self._contig)
 
     def detach_(self):
@@ -507,6 +531,11 @@ class Tensor(TensorBase, TensorMethods):
     @property
     def mH(self):
         return self.mT
+
+
+_IX_getitem = _ix.Site("__getitem__", "", "method", ("self", "index"), Tensor.__getitem__)
+_IX_setitem = _ix.Site("__setitem__", "", "method", ("self", "index", "value"), Tensor.__setitem__)
+_IX_detach = _ix.Site("detach", "", "method", ("self",), Tensor.detach)
 
 
 def _wrap_dim(op, dim, ndim):
