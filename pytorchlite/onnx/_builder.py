@@ -29,12 +29,13 @@ class OnnxExportError(RuntimeError):
 
 
 class SymDim(int):
-    """A size that follows a dynamic axis: `k * (size of axis `axis` of graph input `source`)`,
-    behaving as the traced int it was everywhere else."""
+    """A size that follows a dynamic axis: `k * (size of axis `axis` of graph input `source`) + c`,
+    behaving as the traced int it was everywhere else. `name`: the axis's symbol in the model's
+    inputs and outputs (dynamic_axes), for a plain `k=1, c=0` dim."""
 
-    def __new__(cls, value, source, axis, k=1):
+    def __new__(cls, value, source, axis, k=1, c=0, name=None):
         self = super().__new__(cls, value)
-        self.source, self.axis, self.k = source, axis, k
+        self.source, self.axis, self.k, self.c, self.name = source, axis, k, c, name
         return self
 
 
@@ -160,7 +161,11 @@ class Builder:
                     parts.append(self.const(run, "int64"))
                     run = []
                 shape = self.op("Shape", v.source, start=v.axis, end=v.axis + 1)
-                parts.append(shape if v.k == 1 else self.op("Mul", shape, self.const([v.k], "int64")))
+                if v.k != 1:
+                    shape = self.op("Mul", shape, self.const([v.k], "int64"))
+                if v.c:
+                    shape = self.op("Add", shape, self.const([v.c], "int64"))
+                parts.append(shape)
             else:
                 run.append(int(v))
         if run:

@@ -1,0 +1,470 @@
+"""`pytorchlite.onnx.export`: trace a model with `pytorchlite.jit`, lower each graph node
+through its ops.yaml `onnx:` form (generated/onnx_table.py), and write an ONNX ModelProto.
+
+Dynamic axes: the model is traced twice, the second time with every dynamic axis one
+longer (indices repeated, so integer inputs stay valid). The two graphs must be the same
+operators; every size that differs between them (a value's dim, an int argument such as a
+view's size) is `k * axis + c` of a dynamic input axis, and becomes a `SymDim`, which the
+ONNX forms turn into `Shape` arithmetic (builder.ints) instead of a baked-in number.
+"""
+
+import io
+import os
+
+import numpy as np
+
+import pytorchlite
+from pytorchlite import _dtype
+from pytorchlite.generated import onnx_table
+from pytorchlite.onnx._builder import ONNX_TYPES, Builder, OnnxExportError, OValue, SymDim
+
+SUPPORTED_OPSETS = (17, 18)
+DEFAULT_OPSET = 17
+_FLOAT_RANK = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
+
+
+def _onnx():
+    try:
+        import onnx
+    except ImportError:
+        raise ImportError("pytorchlite.onnx needs the onnx package: pip install 'pytorchlite[onnx]' "
+                          "(onnx and onnxruntime)") from None
+    return onnx
+
+
+# --- tracing -------------------------------------------------------------------------------
+
+def _trace(model, args):
+    """The traced graph, and the tensors of its parameter inputs by name."""
+    from pytorchlite import jit
+    from pytorchlite.jit._trace import module_state
+    with pytorchlite.no_grad():
+        traced = jit.trace(model, args)
+    state = dict(zip(*module_state(model))) if isinstance(model, pytorchlite.nn.Module) else {}
+    return traced.graph, state
+
+
+def _normalize_dynamic_axes(dynamic_axes, names):
+    """{input or output name: {axis: symbol name}}."""
+    out = {}
+    for key, axes in (dynamic_axes or {}).items():
+        if isinstance(axes, dict):
+            out[key] = {int(a): str(n) for a, n in axes.items()}
+        elif isinstance(axes, (list, tuple)):
+            out[key] = {int(a): f"{key}_dynamic_axes_{i + 1}" for i, a in enumerate(axes)}
+        else:
+            raise TypeError(f"onnx.export(): dynamic_axes['{key}'] must be a dict of axis to name or a list of "
+                            f"axes, got {type(axes).__name__}")
+    return out
+
+
+def _grown(t, axes):
+    """`t` with each of `axes` one longer (its first entries repeated at the end)."""
+    arr = t.numpy()
+    for a in axes:
+        n = arr.shape[a]
+        if n == 0:
+            raise ValueError(f"onnx.export(): dynamic axis {a} of an example input has size 0; give a non-empty "
+                             "example")
+        arr = np.take(arr, np.arange(n + 1) % n, axis=a)
+    return pytorchlite.tensor(np.ascontiguousarray(arr), dtype=t.dtype)
+
+
+def _same_structure(a, b):
+    if len(a.nodes) != len(b.nodes):
+        return False
+    return all(x.site.name == y.site.name and x.site.overload == y.site.overload and len(x.outputs) == len(y.outputs)
+               for x, y in zip(a.nodes, b.nodes))
+
+
+class _Symbols:
+    """Turns the sizes that differ between the two traces into SymDims."""
+
+    def __init__(self, sources):
+        self.sources = sources      # [(OValue of a graph input, axis, size in trace 1, size in trace 2)]
+
+    def dim(self, v1, v2, what):
+        if v1 == v2 or not isinstance(v1, int) or isinstance(v1, bool):
+            return v1
+        for src, axis, s1, s2 in self.sources:
+            k, rem = divmod(v2 - v1, s2 - s1)
+            if rem == 0 and k != 0:
+                c = v1 - k * s1
+                return SymDim(v1, src, axis, k, c)
+        raise OnnxExportError(f"onnx.export(): {what} changes with the dynamic axes ({v1} -> {v2}) in a way the "
+                              "exporter cannot follow (not a multiple of one dynamic axis plus a constant)")
+
+    def refs(self, r1, r2, what):
+        if isinstance(r1, (list, tuple)) and isinstance(r2, (list, tuple)) and len(r1) == len(r2):
+            return type(r1)(self.refs(a, b, what) for a, b in zip(r1, r2))
+        if isinstance(r1, int) and not isinstance(r1, bool) and isinstance(r2, int):
+            return self.dim(r1, r2, what)
+        return r1
+
+
+# --- lowering ------------------------------------------------------------------------------
+
+def _params_of(fn):
+    code = fn.__code__
+    return code.co_varnames[1:code.co_argcount]
+
+
+def _promoted(dtypes):
+    out = None
+    for d in dtypes:
+        out = d if out is None else _dtype.promote_types(out, d)
+    return out
+
+
+class _Lowering:
+    def __init__(self, graph, graph2, builder, sym, dynamic_inputs):
+        self.graph, self.graph2, self.g, self.sym = graph, graph2, builder, sym
+        self.env = {}               # graph Value -> OValue (None: an output without an ONNX form)
+        self.missing = {}           # graph Value -> why it has no ONNX value
+        self.dynamic_inputs = dynamic_inputs
+
+    def shape_of(self, v, v2):
+        if v2 is None:
+            return tuple(v.shape)
+        return tuple(self.sym.dim(a, b, f"a dim of %{v.name}") for a, b in zip(v.shape, v2.shape))
+
+    def value(self, v):
+        if v not in self.env:
+            if v in self.missing:
+                raise OnnxExportError(self.missing[v])
+            raise OnnxExportError(f"onnx.export(): %{v.name} is used before it is defined")
+        return self.env[v]
+
+    def arg(self, r):
+        from pytorchlite.jit import Value
+        if isinstance(r, Value):
+            return self.value(r)
+        if isinstance(r, list):
+            return [self.arg(x) for x in r]
+        if isinstance(r, tuple):
+            return tuple(self.arg(x) for x in r)
+        if isinstance(r, _dtype.dtype):
+            return r.name
+        return r
+
+    def node(self, node, node2):
+        site = node.site
+        key = site.name + ("." + site.overload if site.overload else "")
+        args = node.args if node2 is None else self.sym.refs(node.args, node2.args, f"an argument of {key}")
+        results = [OValue(None, o.dtype.name, self.shape_of(o, None if node2 is None else o2))
+                   for o, o2 in zip(node.outputs, node2.outputs if node2 is not None else [None] * len(node.outputs))]
+        self.g.results = results
+        if site.name in ("__getitem__", "detach"):
+            outs = [self.getitem(args) if site.name == "__getitem__" else self.arg(args[0])]
+        else:
+            outs = self.table_node(site, key, args, results)
+        for o, r, res in zip(node.outputs, outs, results):
+            if r is None:
+                self.missing[o] = (f"onnx.export(): result {node.outputs.index(o)} of {key} "
+                                   f"({onnx_table.OPS[key][1]}) has no ONNX form at opset {self.g.opset}")
+                continue
+            if r.dtype is not None and r.dtype != res.dtype:
+                r = self.g.cast(r, res.dtype)
+            self.env[o] = OValue(r.name, res.dtype, res.shape)
+
+    def table_node(self, site, key, args, results):
+        entry = onnx_table.OPS.get(key)
+        if site.form == "inplace" or (key.endswith("_") and entry is None):
+            raise OnnxExportError(f"onnx.export(): the in-place operator {site.qualified_name} cannot be exported; "
+                                  "use its out-of-place form")
+        if entry is None:
+            raise OnnxExportError(f"Exporting the operator '{key}' to ONNX opset version {self.g.opset} is not "
+                                  "supported: it is not an ops.yaml operator")
+        fn, loc, kind, promotion, _ = entry
+        if fn is None:
+            raise OnnxExportError(f"Exporting the operator '{key}' to ONNX opset version {self.g.opset} is not "
+                                  f"supported: {loc} declares no `onnx:` form for it (docs/ops_yaml.md, "
+                                  "'ONNX forms'; `python -m codegen --onnx-report` lists them all)")
+        self.g.where = f"onnx.export(): {key} ({loc})"
+        params = _params_of(fn)
+        kw = {}
+        for name, a in zip(site.names, args):
+            if name == "out":
+                if a is not None:
+                    raise OnnxExportError(f"{self.g.where}: out= cannot be exported")
+                continue
+            if name not in params and name == "input" and "self" in params:
+                name = "self"
+            kw[name] = self.arg(a)
+        if kind == "pointwise" and promotion:
+            self.promote(kw, promotion, results)
+        out = fn(self.g, **kw)
+        outs = list(out) if isinstance(out, (tuple, list)) else [out]
+        for o in outs:
+            if o is not None and not isinstance(o, OValue):
+                raise OnnxExportError(f"{self.g.where}: the onnx form gave {o!r}, not an ONNX value")
+        return outs
+
+    def promote(self, kw, promotion, results):
+        """Cast the tensor arguments of a pointwise operator to the dtype it computes in."""
+        tensors = [k for k, v in kw.items() if isinstance(v, OValue)]
+        if promotion == "where":
+            tensors = tensors[1:]
+        if promotion == "bool_out":
+            compute = _promoted([_dtype._by_name(kw[k].dtype) for k in tensors])
+            compute = compute.name if compute is not None else None
+        else:
+            compute = results[0].dtype
+        if compute is None:
+            return
+        for k in tensors:
+            kw[k] = self.g.cast(kw[k], compute)
+        for k, v in kw.items():
+            # a Python number among the operands takes the computation's type
+            if k not in tensors and isinstance(v, (int, float)) and not isinstance(v, bool) and k != "condition":
+                kw[k] = self.g.const(v, compute)
+
+    def getitem(self, args):
+        """Basic indexing (ints, slices, None, Ellipsis, one index tensor) as Slice/Gather/Unsqueeze."""
+        from pytorchlite.jit import Value
+        g = self.g
+        x = self.arg(args[0])
+        index = args[1] if isinstance(args[1], tuple) else (args[1],)
+        shape = list(x.shape)
+        n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
+        expanded = []
+        for i in index:
+            if i is Ellipsis:
+                expanded.extend([slice(None)] * (len(shape) - n_real))
+            else:
+                expanded.append(i)
+        dim, out, unsq, squeeze = 0, x, [], []
+        starts, ends, axes, steps = [], [], [], []
+        final = 0
+        for i in expanded:
+            if i is None:
+                unsq.append(final)
+                final += 1
+                continue
+            if isinstance(i, slice):
+                if not (i.start is None and i.stop is None and i.step in (None, 1)):
+                    starts.append(0 if i.start is None else i.start)
+                    ends.append(9223372036854775807 if i.stop is None else i.stop)
+                    axes.append(dim)
+                    steps.append(1 if i.step is None else i.step)
+                dim += 1
+                final += 1
+            elif isinstance(i, int):
+                starts.append(i)
+                ends.append(i + 1 if i != -1 else 9223372036854775807)
+                axes.append(dim)
+                steps.append(1)
+                squeeze.append(dim)
+                dim += 1
+            elif isinstance(i, Value) and len(expanded) == 1:
+                return g.op("Gather", x, g.cast(self.value(i), "int64"), axis=0)
+            else:
+                raise OnnxExportError(f"onnx.export(): indexing with {i!r} cannot be exported (ints, slices, None, "
+                                      "... and one index tensor can)")
+        if axes:
+            out = g.op("Slice", out, g.ints(starts), g.ints(ends), g.ints(axes), g.ints(steps))
+        if squeeze:
+            out = g.op("Squeeze", out, g.ints(squeeze))
+        if unsq:
+            out = g.op("Unsqueeze", out, g.ints(unsq))
+        return out
+
+
+# --- the ModelProto ----------------------------------------------------------------------------
+
+def _value_info(onnx, name, dtype, shape, symbols):
+    dims = []
+    for i, d in enumerate(shape):
+        sym = symbols.get(i)
+        if sym is not None:
+            dims.append(sym)
+        elif isinstance(d, SymDim):
+            dims.append(_sym_name(d))
+        else:
+            dims.append(int(d))
+    return onnx.helper.make_tensor_value_info(name, ONNX_TYPES[dtype], dims)
+
+
+def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None, output_names=None,
+           opset_version=None, export_params=True, keep_initializers_as_inputs=False, dynamic_axes=None,
+           training=None, do_constant_folding=True):
+    """Export `model` (a Module or a function of tensors) to ONNX, as `torch.onnx.export`:
+    traced with `pytorchlite.jit.trace` on `args`, each operator lowered through its
+    ops.yaml `onnx:` form. `f` is a path or a binary file-like (None: only returned).
+    Returns the `onnx.ModelProto` (checked with `onnx.checker.check_model(full_check=True)`).
+
+    >>> import pytorchlite
+    >>> m = pytorchlite.nn.Linear(3, 2)
+    >>> proto = pytorchlite.onnx.export(m, (pytorchlite.ones(1, 3),), None, input_names=["x"],
+    ...                                 output_names=["y"], dynamic_axes={"x": {0: "batch"}})
+    >>> [n.op_type for n in proto.graph.node]
+    ['Transpose', 'Gemm']
+    """
+    onnx = _onnx()
+    opset = DEFAULT_OPSET if opset_version is None else opset_version
+    if opset not in SUPPORTED_OPSETS:
+        raise ValueError(f"onnx.export(): opset_version {opset} is not supported (supported: "
+                         f"{', '.join(map(str, SUPPORTED_OPSETS))})")
+    if kwargs:
+        raise NotImplementedError("onnx.export(): keyword arguments to the model (kwargs=) are not supported")
+    if training not in (None, False) and str(training).split(".")[-1] not in ("EVAL", "0"):
+        raise NotImplementedError("onnx.export(): only training=TrainingMode.EVAL is supported")
+    if isinstance(args, pytorchlite.Tensor):
+        args = (args,)
+    args = tuple(args)
+    is_module = isinstance(model, pytorchlite.nn.Module)
+    was_training = model.training if is_module else False
+    if is_module:
+        model.eval()
+    try:
+        proto = _export(onnx, model, args, input_names, output_names, opset, dynamic_axes, export_params,
+                        keep_initializers_as_inputs)
+    finally:
+        if is_module and was_training:
+            model.train()
+    if verbose:
+        print(onnx.helper.printable_graph(proto.graph))
+    if f is not None:
+        data = proto.SerializeToString()
+        if isinstance(f, (str, os.PathLike)):
+            with open(f, "wb") as fh:
+                fh.write(data)
+        elif isinstance(f, io.IOBase) or hasattr(f, "write"):
+            f.write(data)
+        else:
+            raise TypeError(f"onnx.export(): f must be a path or a binary file-like object, not {type(f).__name__}")
+    return proto
+
+
+def _export(onnx, model, args, input_names, output_names, opset, dynamic_axes, export_params,
+            keep_initializers_as_inputs):
+    graph, state = _trace(model, args)
+    tensor_inputs = [v for v in graph.inputs if v.kind == "input"]
+    names = list(input_names or [])
+    if len(names) > len(tensor_inputs):
+        raise ValueError(f"onnx.export(): {len(names)} input_names given for {len(tensor_inputs)} tensor inputs")
+    names += [v.name for v in tensor_inputs[len(names):]]
+    out_values = graph.values_of_output()
+    onames = list(output_names or [])
+    if len(onames) > len(out_values):
+        raise ValueError(f"onnx.export(): {len(onames)} output_names given for {len(out_values)} tensor outputs")
+    onames += [f"output_{i}" if i else "output" for i in range(len(onames), len(out_values))]
+    dyn = _normalize_dynamic_axes(dynamic_axes, names)
+    unknown = set(dyn) - set(names) - set(onames)
+    if unknown:
+        raise ValueError(f"onnx.export(): dynamic_axes names {sorted(unknown)}, which is neither an input nor an "
+                         f"output name (inputs: {names}, outputs: {onames})")
+
+    g = Builder(opset)
+    g.results = []
+    in_ovalues = [OValue(n, v.dtype.name, tuple(v.shape)) for n, v in zip(names, tensor_inputs)]
+    graph2, sources = None, []
+    dyn_in = {n: axes for n, axes in dyn.items() if n in names}
+    if dyn_in:
+        arg_tensors = [a for a in args if isinstance(a, pytorchlite.Tensor)]
+        args2, it = [], iter(range(len(arg_tensors)))
+        for a in args:
+            if isinstance(a, pytorchlite.Tensor):
+                i = next(it)
+                axes = dyn_in.get(names[i], {})
+                for ax in axes:
+                    if not -a.dim() <= ax < a.dim():
+                        raise ValueError(f"onnx.export(): dynamic axis {ax} of input '{names[i]}' is out of range "
+                                         f"for its {a.dim()} dims")
+                args2.append(_grown(a, [ax % a.dim() for ax in axes]))
+            else:
+                args2.append(a)
+        graph2, _ = _trace(model, tuple(args2))
+        if not _same_structure(graph, graph2):
+            raise OnnxExportError("onnx.export(): the model's operators change with the size of a dynamic axis "
+                                  "(the graph traced with the axes one longer differs); it cannot be exported with "
+                                  "these dynamic_axes")
+        for ov, v, v2 in zip(in_ovalues, tensor_inputs, [x for x in graph2.inputs if x.kind == "input"]):
+            for ax in dyn_in.get(ov.name, {}):
+                ax %= len(v.shape)
+                sources.append((ov, ax, v.shape[ax], v2.shape[ax]))
+    sym = _Symbols(sources)
+    low = _Lowering(graph, graph2, g, sym, dyn_in)
+
+    # inputs, with symbolic dims
+    for ov, v in zip(in_ovalues, tensor_inputs):
+        shape = list(ov.shape)
+        for ax, symname in dyn_in.get(ov.name, {}).items():
+            ax %= len(shape)
+            shape[ax] = SymDim(shape[ax], ov, ax, 1, 0, symname)
+        ov.shape = tuple(shape)
+        low.env[v] = ov
+    inits = {}
+    for v in graph.inputs:
+        if v.kind == "param":
+            low.env[v] = OValue(v.name, v.dtype.name, tuple(v.shape))
+            inits[v.name] = _numpy(state[v.name])
+    for i, c in enumerate(graph.constants):
+        name = f"const_{c.name}"
+        low.env[c] = OValue(name, c.dtype.name, tuple(c.shape))
+        inits[name] = _numpy(c.data)
+    nodes2 = graph2.nodes if graph2 is not None else [None] * len(graph.nodes)
+    for node, node2 in zip(graph.nodes, nodes2):
+        low.node(node, node2)
+
+    # outputs under their names
+    outputs = []
+    renames = {}
+    for v, name in zip(out_values, onames):
+        ov = low.value(v)
+        produced = any(ov.name in outs for _, _, outs, _ in g.nodes)
+        if produced and ov.name not in renames and ov.name not in {o.name for o in in_ovalues}:
+            renames[ov.name] = name
+        else:
+            g.nodes.append(("Identity", [renames.get(ov.name, ov.name)], [name], {}))
+        outputs.append((name, ov))
+    if renames:
+        g.nodes[:] = [(t, [renames.get(i, i) for i in ins], [renames.get(o, o) for o in outs], a)
+                      for t, ins, outs, a in g.nodes]
+
+    nodes = [onnx.helper.make_node(t, ins, outs, name=f"{t}_{i}", **{k: _attr(onnx, v) for k, v in a.items()})
+             for i, (t, ins, outs, a) in enumerate(g.nodes)]
+    initializers = [onnx.numpy_helper.from_array(arr, name) for name, arr in list(inits.items()) +
+                    list(g.initializers.items())]
+    used = {i for n in nodes for i in n.input} | {name for name, _ in outputs}
+    initializers = [t for t in initializers if t.name in used]
+    if not export_params:
+        raise NotImplementedError("onnx.export(): export_params=False is not supported (weights are initializers)")
+    inputs = [_value_info(onnx, ov.name, ov.dtype, ov.shape, dyn_in.get(ov.name, {})) for ov in in_ovalues]
+    if keep_initializers_as_inputs:
+        inputs += [onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in initializers]
+    outs = [_value_info(onnx, name, ov.dtype, ov.shape, dyn.get(name, {})) for name, ov in outputs]
+    gproto = onnx.helper.make_graph(nodes, "pytorchlite_graph", inputs, outs, initializers)
+    proto = onnx.helper.make_model(gproto, opset_imports=[onnx.helper.make_opsetid("", opset)],
+                                   producer_name="pytorchlite", producer_version=pytorchlite.__version__)
+    proto.ir_version = min(proto.ir_version, 10)
+    onnx.checker.check_model(proto, full_check=True)
+    return proto
+
+
+def _sym_name(d):
+    """The symbol of a dim that is exactly a named dynamic axis, else None (left unnamed)."""
+    if d.k == 1 and d.c == 0:
+        src = d.source.shape[d.axis]
+        return getattr(src, "name", None)
+    return None
+
+
+def _numpy(t):
+    if not isinstance(t, pytorchlite.Tensor):
+        t = t.data
+    if t.dtype == pytorchlite.bfloat16:
+        raise OnnxExportError("onnx.export(): bfloat16 weights are not supported by the exporter")
+    return np.ascontiguousarray(t.detach().numpy())
+
+
+def _attr(onnx, v):
+    if isinstance(v, np.ndarray):
+        return onnx.numpy_helper.from_array(v)
+    if isinstance(v, float):
+        return v
+    if isinstance(v, (list, tuple)):
+        return [float(x) if isinstance(x, float) else int(x) for x in v]
+    if isinstance(v, int):
+        return int(v)
+    return v
