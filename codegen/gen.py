@@ -593,6 +593,7 @@ def _onnx_entry(op):
             "source": form.source if form else "", "python": form.python if form else "",
             "ops": form.ops if form else (), "loc": f"{op.file}:{op.line}",
             "kind": impl.kind, "promotion": impl.pointwise.promotion if impl.pointwise else "",
+            "tensors": [a.name for a in impl.schema.arguments if a.type.is_tensor and a not in impl.schema.out_arguments],
             "fn_defined": not op.alias_of}
 
 

@@ -175,7 +175,7 @@ class _Lowering:
         if entry is None:
             raise OnnxExportError(f"Exporting the operator '{key}' to ONNX opset version {self.g.opset} is not "
                                   "supported: it is not an ops.yaml operator")
-        fn, loc, kind, promotion, _ = entry
+        fn, loc, kind, promotion, _, tensor_args = entry
         if fn is None:
             raise OnnxExportError(f"Exporting the operator '{key}' to ONNX opset version {self.g.opset} is not "
                                   f"supported: {loc} declares no `onnx:` form for it (docs/ops_yaml.md, "
@@ -192,7 +192,7 @@ class _Lowering:
                 name = "self"
             kw[name] = self.arg(a)
         if kind == "pointwise" and promotion:
-            self.promote(kw, promotion, results)
+            self.promote(kw, promotion, results, tensor_args)
         out = fn(self.g, **kw)
         outs = list(out) if isinstance(out, (tuple, list)) else [out]
         for o in outs:
@@ -200,7 +200,7 @@ class _Lowering:
                 raise OnnxExportError(f"{self.g.where}: the onnx form gave {o!r}, not an ONNX value")
         return outs
 
-    def promote(self, kw, promotion, results):
+    def promote(self, kw, promotion, results, tensor_args):
         """Cast the tensor arguments of a pointwise operator to the dtype it computes in."""
         tensors = [k for k, v in kw.items() if isinstance(v, OValue)]
         if promotion == "where":
@@ -216,7 +216,8 @@ class _Lowering:
             kw[k] = self.g.cast(kw[k], compute)
         for k, v in kw.items():
             # a Python number among the operands takes the computation's type
-            if k not in tensors and isinstance(v, (int, float)) and not isinstance(v, bool) and k != "condition":
+            if k in tensor_args and k not in tensors and isinstance(v, (int, float)) and not isinstance(v, bool) \
+                    and k != "condition":
                 kw[k] = self.g.const(v, compute)
 
     def getitem(self, args):
