@@ -177,3 +177,25 @@ def test_opset_18():
 
     proto = export_and_compare(f, lambda b: (pytorchlite.randn(b, 4),), ["x"], opset_version=18)
     assert proto.opset_import[0].version == 18
+
+
+def test_docstring_example():
+    import doctest
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for t in doctest.DocTestFinder(recurse=False).find(pytorchlite.onnx.export, "export",
+                                                       globs={"pytorchlite": pytorchlite}):
+        runner.run(t)
+    assert runner.summarize(verbose=False).attempted >= 3
+    assert runner.summarize(verbose=False).failed == 0
+
+
+def test_readme_example_runs(tmp_path, monkeypatch):
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        text = fh.read()
+    section = text[text.index("## Exporting to ONNX"):]
+    code = section[section.index("```python\n") + 10:section.index("\n```", section.index("```python"))]
+    monkeypatch.chdir(tmp_path)
+    scope = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    assert scope["y"].shape == (7, 3)
+    assert (tmp_path / "mlp.onnx").exists()
