@@ -8,6 +8,7 @@ Python function call.
 
 import inspect
 import itertools
+import keyword
 import linecache
 import math
 
@@ -120,7 +121,10 @@ def source(graph, steps=None, name="forward"):
 
 def _arg_names(graph):
     """The function's parameters: every positional argument of the traced call (a Python
-    number is baked into the graph, its parameter ignored), then parameters/buffers."""
+    number is baked into the graph, its parameter ignored), then parameters/buffers; a
+    graph without `arg_kinds` (a backward graph) takes its inputs as they are."""
+    if getattr(graph, "arg_kinds", None) is None:
+        return [v.py for v in graph.inputs]
     tensors = iter([v for v in graph.inputs if v.kind == "input"])
     names = []
     for i, kind in enumerate(graph.arg_kinds):
@@ -129,8 +133,16 @@ def _arg_names(graph):
     return names
 
 
+def ident(name):
+    """`name` made a Python identifier that is not a keyword (`<lambda>` -> `lambda_`)."""
+    n = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "forward"
+    n = n if not n[0].isdigit() else "f" + n
+    return n + "_" if keyword.iskeyword(n) else n
+
+
 def build(graph, steps=None, name="forward"):
     """The function itself (its source registered with linecache, for tracebacks)."""
+    name = ident(name)
     src, ns = source(graph, steps, name)
     filename = f"<pytorchlite.jit graph {next(_counter)}>"
     linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)

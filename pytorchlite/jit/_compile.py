@@ -24,7 +24,7 @@ import warnings
 
 from pytorchlite._core import TensorBase
 from pytorchlite.autograd.grad_mode import _state as _gm
-from pytorchlite.jit import _codegen, _fusion, _passes
+from pytorchlite.jit import _autodiff, _codegen, _fusion, _passes
 from pytorchlite.jit._ir import Value
 from pytorchlite.jit._trace import module_state, trace_graph
 
@@ -53,13 +53,13 @@ def _logs_on(kind):
 def _guard_key(args, state):
     key = [(a._dtype, a._shape, a._device, a._requires_grad) if isinstance(a, TensorBase) else (a.__class__, a)
            for a in args]
-    key.append(any(t._requires_grad for t in state) if state else False)
+    key.append(tuple([t._requires_grad for t in state]))
     key.append(_gm.grad)
     return tuple(key)
 
 
 def _dynamic_key(key):
-    return tuple((k[0], len(k[1]), k[2], k[3]) if type(k) is tuple and len(k) == 4 else k for k in key)
+    return tuple((k[0], len(k[1]), k[2], k[3]) if len(k) == 4 else k for k in key[:-2]) + key[-2:]
 
 
 def _signature(graph):
@@ -98,7 +98,7 @@ def _why(old, new, names):
 
 
 class _Entry:
-    __slots__ = ("graph", "fn", "dynamic", "signature", "key")
+    __slots__ = ("graph", "backward_graph", "fn", "dynamic", "signature", "key")
 
 
 class CompiledFunction:
@@ -141,14 +141,14 @@ class CompiledFunction:
         b.apply_defaults()
         return tuple(b.arguments.values())
 
-    def _trace(self, args):
+    def _trace(self, args, then=None):
         if self._module is not None:
             names, tensors = module_state(self._module)
             self._state = tuple(tensors)
             graph, result, tracer = trace_graph(self._module, args, list(zip(names, tensors)),
-                                                what="pytorchlite.compile")
+                                                what="pytorchlite.compile", then=then)
         else:
-            graph, result, tracer = trace_graph(self._fn, args, what="pytorchlite.compile")
+            graph, result, tracer = trace_graph(self._fn, args, what="pytorchlite.compile", then=then)
         _stats["traces"] += 1
         if self._names is None:
             self._names = [v.name for v in graph.inputs if v.kind == "input"]
@@ -171,14 +171,23 @@ class CompiledFunction:
             log.info("Recompiling %s: %s", self.__name__, reason)
             if _logs_on("recompiles"):
                 print(f"pytorchlite.jit: Recompiling function {self.__name__}: {reason}", file=sys.stderr)
-        graph, result, tracer = self._trace(args)
+        if self._module is not None and not self._entries:
+            self._state = tuple(module_state(self._module)[1])
+        wants_grad = self._fuse and _gm.grad and (
+            any(isinstance(a, TensorBase) and a._requires_grad for a in args) or
+            any(t._requires_grad for t in self._state))
+        graph, result, tracer = self._trace(args, _autodiff.capture_backward if wants_grad else None)
+        joint = getattr(tracer, "joint", None)
+        if wants_grad and joint is None:
+            log.info("pytorchlite.compile: %s runs its backward eagerly: %s", self.__name__,
+                     getattr(tracer, "not_joint", ""))
         state = self._state
         key = _guard_key(args, state)       # the module's state may have been taken just now
         entry = _Entry()
         entry.key = key
         entry.signature = _signature(graph)
         dynamic = False
-        if self._dynamic is not False and tracer.shape_reads == 0:
+        if self._dynamic is not False and tracer.shape_reads == 0 and joint is None:
             if self._dynamic:
                 dynamic = True
             else:
@@ -186,7 +195,10 @@ class CompiledFunction:
                 dynamic = any(_dynamic_key(e.key) == dk and e.signature == entry.signature and not e.dynamic
                               for e in self._entries)
         graph.dynamic = dynamic
-        self._finish(entry, graph, key)
+        if joint is not None:
+            self._finish_joint(entry, graph, tracer, len(args))
+        else:
+            self._finish(entry, graph, key)
         entry.dynamic = dynamic
         self._entries.append(entry)
         if dynamic:
@@ -201,7 +213,24 @@ class CompiledFunction:
                                   any(v.requires_grad for v in graph.constants))
         steps = None if needs_grad or not self._fuse else _fusion.fuse(graph)
         entry.graph = graph
-        entry.fn = _codegen.build(graph, steps, name=_ident(self.__name__))
+        entry.fn = _codegen.build(graph, steps, name=self.__name__)
+
+    def _finish_joint(self, entry, graph, tracer, n_args):
+        fwd, bwd, outs, saved_index, diff_pos, saved_inputs = _autodiff.split(graph, tracer)
+        fns = []
+        for g, what in ((fwd, ""), (bwd, "_backward")):
+            _passes.optimize(g)
+            fns.append(_codegen.build(g, _fusion.fuse(g), name=self.__name__ + what))
+        apply = _autodiff.make_function(_codegen.ident(self.__name__), fns[0], fns[1], len(outs), saved_index,
+                                        diff_pos, saved_inputs, n_args + len(self._state))
+        spec, rebuild = graph.output, _autodiff.rebuild
+
+        def run(*args):
+            return rebuild(spec, outs, apply(*args))
+        run.__source__ = fns[0].__source__ + "\n" + fns[1].__source__
+        entry.graph = fwd
+        entry.backward_graph = bwd
+        entry.fn = run
 
     # --- inspection ------------------------------------------------------------------
 
@@ -252,11 +281,6 @@ class CompiledModule(CompiledFunction):
 
     def state_dict(self, *a, **k):
         return self._orig_mod.state_dict(*a, **k)
-
-
-def _ident(name):
-    n = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
-    return n if n and not n[0].isdigit() else "f" + n
 
 
 _BACKENDS = ("inductor", "pytorchlite", "eager", "aot_eager")

@@ -31,12 +31,17 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 import threading
 from dataclasses import dataclass
 
 from pytorchlite import _core, _dtype as D
 from pytorchlite._device import CPU as _CPU
 from pytorchlite._promotion import result_type_of
+from pytorchlite._storage import Storage
+
+_alloc = Storage.allocate
+_make = _core.make
 from pytorchlite.generated import fuser_ops as _table
 
 __all__ = ["FusionSpec", "FusedKernel", "can_fuse", "compile_group", "cache_dir", "cuda_source"]
@@ -329,6 +334,52 @@ def _node_expr(spec, nodes, j, value_of):
     return f"({_ctype(node.out)})({expr})"
 
 
+# Calls that cost tens of cycles (libm, the polynomial exp/log/tanh): a node with one gets
+# a loop of its own over the tile; runs of cheap nodes share one loop, their intermediates
+# kept in registers (per-node loops would load and store every intermediate: twice the
+# time of one loop for add/mul chains, REFERENCE.md section 10)
+_HEAVY = re.compile(r"\bptl_(exp|exp2|expm1|log|log2|log10|log1p|sin|cos|tan|asin|acos|atan|sinh|cosh|tanh|asinh|"
+                    r"acosh|atanh|sigmoid|erf|erfc|erfinv|lgamma|digamma|pow|atan2|hypot|logaddexp|logaddexp2|"
+                    r"xlogy|round_decimals|nextafter|fmod|remainder|floordiv|truncdiv)_")
+
+
+def _stages(nodes):
+    """The nodes split into loops: each heavy node alone, runs of cheap nodes together. A
+    run also ends after a floating node that multiplies: GCC contracts a product and a sum
+    into one fused multiply-add across statements (GCC 12 has no -ffp-contract=on), which
+    rounds once where eager's two kernels round twice; a loop boundary keeps eager's
+    numbers, bit for bit."""
+    stages = []
+    closed = True
+    for j, node in enumerate(nodes):
+        heavy = bool(_HEAVY.search(node.expr))
+        if heavy or closed:
+            stages.append([])
+        stages[-1].append(j)
+        closed = heavy or (node.common.is_floating_point and _product(node.expr))
+    return stages
+
+
+def _product(expr):
+    """Whether a body's C text (codegen/cexpr.py's fully parenthesised form) is a product
+    at the top, possibly negated: the value a following add could contract with."""
+    while expr.startswith("(-") and expr.endswith(")"):
+        expr = expr[2:-1]
+    if not (expr.startswith("(") and expr.endswith(")")):
+        return False
+    depth = 0
+    for k, ch in enumerate(expr[1:-1]):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return False     # the first parenthesis closes early: not one group
+        elif depth == 0 and ch == "*" and expr[k:k + 3] == " * ":
+            return True
+    return False
+
+
 def render_c(spec, nodes):
     """The C source of a group: `ptl_fused_s` (descriptors, any strides) and `ptl_fused_c`
     (contiguous operands of one shape), both over one tiled loop function."""
@@ -337,29 +388,58 @@ def render_c(spec, nodes):
     for k, o in enumerate(spec.outputs):
         out_of.setdefault(o, k)
     used_in = sorted({ref[1] for _op, args in spec.nodes for ref in args if ref[0] == "in"})
+    stages = _stages(nodes)
+    stage_of = {j: s for s, js in enumerate(stages) for j in js}
+    # a node's value leaves its loop (as a tile array) when an output or a later loop reads it
+    stored = set(spec.outputs)
+    for j, (_op, args) in enumerate(spec.nodes):
+        stored |= {ref[1] for ref in args if ref[0] == "node" and stage_of[ref[1]] != stage_of[j]}
     L = [f"/* fused pointwise group (pytorchlite/jit/_fuser.py): "
          f"{'; '.join(f'{j}: {n.op} {n.common}->{n.out}' for j, n in enumerate(nodes))} */",
          '#include "ptl.h"', "", f"#define TILE {TILE}", "",
          "typedef struct { int zero_div; } fused_state;", ""]
-    # one function per node: a loop over restrict arrays, which GCC vectorises
-    for j, node in enumerate(nodes):
-        params, seen = [], {}
-        for ref in node.args:
-            if ref[0] in ("in", "node") and ref not in seen:
-                seen[ref] = f"a{len(seen)}"
-                params.append(f"const {_ctype(_operand_dtypes(spec, nodes, ref))} *restrict {seen[ref]}")
-        expr = _node_expr(spec, nodes, j, lambda ref: f"{seen[ref]}[i]")
-        L += [f"static inline __attribute__((always_inline)) void node{j}(int64_t m, "
-              f"{_ctype(node.out)} *restrict y{''.join(', ' + p for p in params)}) {{",
-              "    for (int64_t i = 0; i < m; i++)",
-              f"        y[i] = {expr};", "}", ""]
+    # one function per loop, over restrict arrays, which GCC vectorises
+    calls = []
+    for s, js in enumerate(stages):
+        reads = []
+        for j in js:
+            for ref in nodes[j].args:
+                if (ref[0] == "in" or (ref[0] == "node" and stage_of[ref[1]] != s)) and ref not in reads:
+                    reads.append(ref)
+        writes = [j for j in js if j in stored]
+        divides = any(nodes[j].divisor >= 0 for j in js)
+        names = {ref: (f"x{ref[1]}" if ref[0] == "in" else f"y{ref[1]}") for ref in reads}
+        params = [f"{_ctype(nodes[j].out)} *restrict y{j}" for j in writes]
+        params += [f"const {_ctype(_operand_dtypes(spec, nodes, ref))} *restrict {names[ref]}" for ref in reads]
+        if divides:
+            params.append("int *zero_div")
+
+        def value(ref, _names=names):
+            return f"{_names[ref]}[i]" if ref in _names else f"v{ref[1]}"
+
+        body = []
+        for j in js:
+            body.append(f"        const {_ctype(nodes[j].out)} v{j} = {_node_expr(spec, nodes, j, value)};")
+            if nodes[j].divisor >= 0:
+                ref = nodes[j].args[nodes[j].divisor]
+                d = _const(nodes[j].common, ref[1]) if ref[0] == "const" else value(ref)
+                body.append(f"        z |= ({d}) == 0;")
+        body += [f"        y{j}[i] = v{j};" for j in writes]
+        L += [f"static inline __attribute__((always_inline)) void stage{s}(int64_t m{''.join(', ' + p for p in params)}) {{"]
+        if divides:
+            L.append("    int z = 0;")
+        L += ["    for (int64_t i = 0; i < m; i++) {"] + body + ["    }"]
+        if divides:
+            L.append("    if (z && m) *zero_div = 1;")
+        L += ["}", ""]
+        calls.append((s, writes, reads, divides))
     L += ["PTL_HOT static void fused_loop(char **data, const int64_t *st, int64_t n, const ptl_scalar *sc) {",
           "    fused_state *state = (fused_state *)(void *)sc;"]
     for i in used_in:
         dt = spec.inputs[i]
         L += [f"    {_ctype(dt)} bi{i}[TILE];", f"    int filled{i} = 0;"]
-    for j, node in enumerate(nodes):
-        L.append(f"    {_ctype(node.out)} bn{j}[TILE];")
+    for j in sorted(stored):
+        L.append(f"    {_ctype(nodes[j].out)} bn{j}[TILE];")
     L += ["    for (int64_t base = 0; base < n; base += TILE) {",
           "        const int64_t m = n - base < TILE ? n - base : TILE;"]
     for i in used_in:
@@ -381,30 +461,19 @@ def render_c(spec, nodes):
               f"            const char *p = data[{k}] + base * st[{k}];",
               f"            for (int64_t i = 0; i < m; i++) bi{i}[i] = {_load(dt, f'p + i * st[{k}]')};",
               f"            x{i} = bi{i};", "        }"]
-    for j, node in enumerate(nodes):
-        ct = _ctype(node.out)
+    for j in sorted(stored):
+        ct = _ctype(nodes[j].out)
         k = out_of.get(j)
-        if k is not None and ct == _storage(node.out):
+        if k is not None and ct == _storage(nodes[j].out):
             L.append(f"        {ct} *y{j} = st[{k}] == (int64_t)sizeof({ct}) ? ({ct} *)(void *)data[{k}] + base "
                      f": bn{j};")
         else:
             L.append(f"        {ct} *y{j} = bn{j};")
-        args, seen = [], set()
-        for ref in node.args:
-            if ref[0] in ("in", "node") and ref not in seen:
-                seen.add(ref)
-                args.append(f"x{ref[1]}" if ref[0] == "in" else f"y{ref[1]}")
-        if node.divisor >= 0:
-            ref = node.args[node.divisor]
-            if ref[0] == "const":
-                if ref[1] == 0:
-                    L.append("        if (m) state->zero_div = 1;")
-            else:
-                src = f"x{ref[1]}" if ref[0] == "in" else f"y{ref[1]}"
-                L += ["        {", "            int z = 0;",
-                      f"            for (int64_t i = 0; i < m; i++) z |= {src}[i] == 0;",
-                      "            if (z) state->zero_div = 1;", "        }"]
-        L.append(f"        node{j}(m, y{j}{''.join(', ' + a for a in args)});")
+    for s, writes, reads, divides in calls:
+        args = [f"y{j}" for j in writes] + [f"x{ref[1]}" if ref[0] == "in" else f"y{ref[1]}" for ref in reads]
+        if divides:
+            args.append("&state->zero_div")
+        L.append(f"        stage{s}(m{''.join(', ' + a for a in args)});")
     for k, o in enumerate(spec.outputs):
         dt = nodes[o].out
         L += [f"        if (y{o} != ({_ctype(dt)} *)(void *)data[{k}] + base) {{",
@@ -537,7 +606,9 @@ class FusedKernel:
         self._dims = (False,) * len(spec.inputs)
         nodes = _plan(spec, self._dims)
         self.source = render_c(spec, nodes)
-        self._variants = {self._dims: (nodes, _load_library(self.source, self._nt))}
+        self._lib = _load_library(self.source, self._nt)
+        self._variants = {self._dims: (nodes, self._lib)}
+        self._out_dtypes = tuple(nodes[o].out for o in spec.outputs)
         self._geometry = {}
 
     def __repr__(self):
@@ -556,6 +627,38 @@ class FusedKernel:
         return v
 
     def __call__(self, *tensors, out=None):
+        # ---- fast path: contiguous CPU tensors of the spec's dtypes and one shape (not
+        # 0-d), so the default plan holds; a call is then one allocation per output and one
+        # C call, which is what a small group costs
+        spec = self.spec
+        if out is None and len(tensors) == len(spec.inputs) and tensors:
+            shape = tensors[0]._shape
+            if shape:
+                ptrs = []
+                for t, dt in zip(tensors, spec.inputs):
+                    if t.__class__ is not _core.Tensor or t._dtype is not dt or t._shape != shape or \
+                            t._device is not _CPU or not (t._contig or t.is_contiguous()):
+                        break
+                    ptrs.append(t._storage.ptr + t._offset * dt.itemsize)
+                else:
+                    n = 1
+                    for s in shape:
+                        n *= s
+                    stride = tensors[0]._stride
+                    outs = []
+                    optrs = []
+                    for dt in self._out_dtypes:
+                        st = _alloc(n * dt.itemsize, _CPU)
+                        outs.append(_make(st, shape, stride, 0, dt, None, True))
+                        optrs.append(st.ptr)
+                    if n:
+                        status = self._lib.ptl_fused_c(n, *optrs, *ptrs)
+                        if status:
+                            self._raise(status)
+                    return tuple(outs)
+        return self._call_general(tensors, out)
+
+    def _call_general(self, tensors, out):
         spec = self.spec
         if out is not None:
             raise TypeError("FusedKernel(): out= is not supported; the results are fresh tensors")
@@ -572,21 +675,6 @@ class FusedKernel:
             dims.append(not t._shape)
         dims = tuple(dims)
         nodes, lib = self._variants.get(dims) or self._variant(dims)
-        first = tensors[0] if tensors else None
-        shape = first._shape if first is not None else ()
-        contiguous = all(t._shape == shape and (t._contig or t.is_contiguous()) for t in tensors)
-        if contiguous:
-            n = 1
-            for s in shape:
-                n *= s
-            outs = [_core.empty(shape, nodes[o].out, _CPU) for o in spec.outputs]
-            if n:
-                args = [o._storage.ptr for o in outs] + \
-                       [t._storage.ptr + t._offset * t._dtype.itemsize for t in tensors]
-                status = lib.ptl_fused_c(n, *args)
-                if status:
-                    self._raise(status)
-            return tuple(outs)
         key = tuple((t._shape, t._stride) for t in tensors)
         geo = self._geometry.get(key)
         if geo is None:

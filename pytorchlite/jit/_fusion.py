@@ -71,6 +71,7 @@ class Group:
         self.spec = None
         self.inputs = []
         self.outputs = []
+        self.merged_into = None
 
     def external_inputs(self, extra_args=()):
         produced = {v for n in self.nodes for v in n.outputs}
@@ -170,6 +171,7 @@ def fuse(graph, compile=True):
             else:
                 for g in open_producers[1:]:
                     groups.remove(g)
+                    g.merged_into = target
                     for n in g.nodes:
                         group_of[n.outputs[0]] = target
         for g in producers:
@@ -191,6 +193,9 @@ def fuse(graph, compile=True):
     plan, placed = [], set()
     last = {}
     for i, item in enumerate(order):
+        while getattr(item, "merged_into", None) is not None:
+            item = item.merged_into
+        order[i] = item
         last[id(item)] = i
     for i, item in enumerate(order):
         if not isinstance(item, Group):

@@ -125,6 +125,7 @@ class Graph:
         self.nodes = []
         self.output = None
         self.dynamic = False     # dims are printed as `*` (the graph serves any sizes)
+        self.arg_kinds = None    # per positional argument of the traced call: "tensor" or "literal"
         self._count = 0
 
     def fresh(self):

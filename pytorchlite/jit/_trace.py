@@ -82,6 +82,10 @@ _READ_WHAT = {"item": "`.item()`", "tolist": "`.tolist()`", "numpy": "`.numpy()`
               "bool": "`bool()` (an `if`/`while` on a tensor, `and`/`or`/`not`)"}
 
 
+def _geometry(t):
+    return (id(t._storage), t._offset, t._shape, t._stride, t._dtype)
+
+
 class _Frame:
     """The nodes recorded inside one composite operator (kept only if it decomposes)."""
     __slots__ = ("nodes", "opaque")
@@ -101,12 +105,15 @@ class Tracer:
         self.keep = []          # the tensors whose ids are in `values`, kept alive
         self.frames = []
         self.shape_reads = 0
+        self.aliases = {}       # (storage, offset, shape, strides, dtype) -> Value
 
     # --- values ----------------------------------------------------------------------
 
     def bind(self, tensor, value):
         self.values[id(tensor)] = value
         self.keep.append(tensor)
+        if value.kind != "const":
+            self.aliases[_geometry(tensor)] = value
 
     def add_input(self, name, tensor, kind="input"):
         v = Value(name, kind, tensor)
@@ -120,6 +127,13 @@ class Tracer:
         if isinstance(obj, TensorBase):
             v = self.values.get(id(obj))
             if v is None:
+                # another tensor object over exactly the memory of a traced value (the
+                # autograd engine's saved outputs are such aliases): the same value
+                v = self.aliases.get(_geometry(obj))
+                if v is not None:
+                    self.values[id(obj)] = v
+                    self.keep.append(obj)
+                    return v
                 v = Value("c" + str(len(self.graph.constants)), "const", obj)
                 v.data = obj
                 self.graph.constants.append(v)
@@ -255,9 +269,10 @@ def module_state(module):
     return names, tensors
 
 
-def trace_graph(fn, args, state=(), what="jit.trace"):
+def trace_graph(fn, args, state=(), what="jit.trace", then=None):
     """Run fn(*args) under a Tracer; the tensors in `state` (name, tensor) are extra inputs.
-    Returns (graph, result, tracer)."""
+    `then(tracer, result)`, if given, runs while the tracer is still installed (the joint
+    forward/backward trace of `_autodiff`). Returns (graph, result, tracer)."""
     for i, a in enumerate(args):
         if not isinstance(a, (TensorBase, bool, int, float, type(None))):
             raise TypeError(f"{what}: example input {i} is a {type(a).__name__}; tensors and Python numbers "
@@ -273,10 +288,12 @@ def trace_graph(fn, args, state=(), what="jit.trace"):
         _ix.install(tracer)
         try:
             result = fn(*args)
+            tracer.graph.output = tracer.output_spec(result)
+            if then is not None:
+                then(tracer, result)
         finally:
             _ix.uninstall(tracer)
     graph = tracer.graph
-    graph.output = tracer.output_spec(result)
     graph.arg_kinds = tuple("tensor" if isinstance(a, TensorBase) else "literal" for a in args)
     return graph, result, tracer
 

@@ -88,4 +88,4 @@ def trace(func, example_inputs=None, **kwargs):
     if not callable(func):
         raise TypeError(f"trace(): func must be a callable or an nn.Module, not {type(func).__name__}")
     graph, _, _ = trace_graph(func, args)
-    return TracedFunction(graph, getattr(func, "__name__", "forward").replace("<", "").replace(">", "") or "forward")
+    return TracedFunction(graph, getattr(func, "__name__", "forward"))
