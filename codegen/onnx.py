@@ -48,6 +48,10 @@ HELPERS = {
     "squeeze_dims": "squeeze_dims(x, dim): the dims of x of size 1 among dim (None: all)",
     "eval_only": "eval_only(flag, what): refuse to export when flag is true (training-mode behaviour)",
     "ones": "ones(x, shape): a tensor of ones of x's dtype and the given shape",
+    "reduce": "reduce('ReduceX', x, dims, keepdim): an ONNX reduction over dims (None or []: all), axes as the opset wants",
+    "count": "count(x, dims, minus=0): the element count of one reduction over dims, less minus (a value if dynamic)",
+    "torch_pads": "torch_pads(x, pad): ONNX Pad's pads from PyTorch's pad list (last dim first)",
+    "unsupported": "unsupported(what): refuse to export, saying what has no ONNX form",
 }
 
 # Python syntax the form may use
@@ -58,7 +62,7 @@ _ALLOWED = (ast.Expression, ast.Call, ast.Name, ast.Load, ast.Constant, ast.keyw
             ast.Pow, ast.Starred, ast.ListComp, ast.comprehension, ast.Store, ast.Attribute)
 # what a form may read of a value (`result[0].dtype`, `self.shape`)
 _ATTRIBUTES = ("dtype", "shape")
-_BUILTINS = {"len", "list", "tuple", "range", "min", "max", "int", "float", "abs"}
+_BUILTINS = {"len", "list", "tuple", "range", "min", "max", "int", "float", "abs", "str"}
 _PY_RESERVED = {"from", "in", "is", "lambda", "global", "class", "def", "return", "import", "None"}
 
 
@@ -139,7 +143,9 @@ def parse(raw, schema, fail):
     body = tree.body
     outputs = len(schema.returns)
     given = len(body.elts) if isinstance(body, ast.Tuple) else 1
-    if outputs > 1 and given != outputs:
+    # a node asked for several outputs (`TopK(..., _outputs=2)`) gives them all at once
+    several = isinstance(body, ast.Call) and any(k.arg == "_outputs" for k in body.keywords)
+    if outputs > 1 and given != outputs and not several:
         raise fail(f"onnx form: the operator has {outputs} results, so the form is a tuple of {outputs} "
                    f"expressions (None for a result without one), got {given}")
     rewrite = _Rewrite(argnames)

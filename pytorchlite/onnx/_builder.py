@@ -79,6 +79,10 @@ class Builder:
     def op(self, op_type, *inputs, _outputs=None, **attrs):
         """Add one node; Python numbers and lists among the inputs become constants of the
         first value input's dtype. Returns the output value (a tuple when _outputs > 1)."""
+        if op_type == "Where" and any(isinstance(i, OValue) and i.dtype == "bool" for i in inputs[1:]):
+            # onnxruntime has no Where over bool branches: choose between them as int32
+            branches = [self.cast(i, "int32") for i in inputs[1:]]
+            return self.cast(self.op("Where", inputs[0], *branches), "bool")
         # a number takes the type of the values it meets (Where: of the branches, not the condition)
         first = next((i for i in (inputs[1:] if op_type == "Where" else inputs) if isinstance(i, OValue)), None)
         names = []
@@ -193,8 +197,7 @@ class Builder:
         return len(x.shape)
 
     def dim(self, d, x):
-        n = self.rank(x)
-        return d + max(n, 1) if d < 0 else d
+        return d + max(self.rank(x), 1) if d < 0 else d
 
     def dims(self, ds, x):
         if ds is None:
@@ -240,10 +243,55 @@ class Builder:
                                   "call model.eval() before exporting")
         return None
 
+    def reduce(self, op_type, x, dims, keepdim):
+        """An ONNX reduction over `dims` of x (None or []: all), with the axes as the opset
+        wants them (ReduceSum takes them as an input from opset 13, the others from 18)."""
+        if op_type not in _REDUCTIONS:
+            raise OnnxExportError(f"{self.where}: reduce() takes one of {', '.join(_REDUCTIONS)}, not {op_type}")
+        axes = self.dims(dims, x) if dims else []
+        if op_type == "ReduceSum" or self.opset >= 18:
+            return self.op(op_type, x, self.ints(axes) if axes else None, keepdims=keepdim)
+        return self.op(op_type, x, axes=axes or None, keepdims=keepdim)
+
+    def count(self, x, dims, minus=0):
+        """How many elements one reduction over `dims` (None or []: all) of x takes, less
+        `minus` (at least 0): a Python float, or a value of x's dtype where a dim follows a
+        dynamic axis."""
+        n, syms = 1, []
+        for d in (self.dims(dims, x) if dims else range(self.rank(x))):
+            if isinstance(x.shape[d], SymDim):
+                syms.append(x.shape[d])
+            else:
+                n *= int(x.shape[d])
+        if not syms:
+            return float(max(n - minus, 0))
+        total = self.op("ReduceProd", self.ints(syms), keepdims=0) if len(syms) > 1 else \
+            self.op("Squeeze", self.ints(syms), self.const([0], "int64"))
+        total = self.cast(total, x.dtype)
+        if n != 1:
+            total = self.op("Mul", total, float(n))
+        if minus:
+            total = self.op("Max", self.op("Sub", total, float(minus)), 0.0)
+        return total
+
+    def torch_pads(self, x, pad):
+        """ONNX Pad's pads (all begins, then all ends) from PyTorch's (last dim first, pairs)."""
+        n = self.rank(x)
+        begins, ends = [0] * n, [0] * n
+        for i in range(len(pad) // 2):
+            begins[n - 1 - i], ends[n - 1 - i] = pad[2 * i], pad[2 * i + 1]
+        return begins + ends
+
+    def unsupported(self, what):
+        raise OnnxExportError(f"{self.where}: {what} has no ONNX form")
+
     def ones(self, x, shape):
         return self.op("Expand", self.const(1, x.dtype), self.ints(list(shape)))
 
 
+
+_REDUCTIONS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+               "ReduceLogSumExp", "ReduceSumSquare")
 
 ONNX_TYPES_OF_NP = {"float32": 1, "uint8": 2, "int8": 3, "int16": 5, "int32": 6, "int64": 7, "bool": 9,
                     "float16": 10, "float64": 11}
