@@ -18,9 +18,10 @@ POINTWISE = sorted(name for name, (fn, _, kind, *_rest) in onnx_table.OPS.items(
 # inputs outside the default domain (values of magnitude 0.1 to 0.9, either sign)
 POSITIVE = {"log", "log2", "log10", "log1p", "sqrt", "rsqrt", "pow"}
 SHIFTED = {"acosh": 1.5, "arccosh": 1.5}
-SPECIAL_VALUES = {"isnan", "isinf", "isposinf", "isneginf", "isfinite"}
+SPECIAL_VALUES = {"isnan", "isinf", "isposinf", "isneginf", "isfinite", "_nan_to_num", "fmax", "fmin", "signbit",
+                  "copysign"}
 # Scalar arguments without a default
-EXTRA = {"threshold_backward": (0.2,)}
+EXTRA = {"threshold_backward": (0.2,), "_round_decimals": (2,), "_nan_to_num": (0.5, 100.0, -100.0)}
 
 
 def _values(name, b, k, rng):
@@ -28,7 +29,7 @@ def _values(name, b, k, rng):
     x = mag if (name in POSITIVE and k == 0) else mag * rng.choice([-1.0, 1.0], size=(b, 5))
     x = x + SHIFTED.get(name, 0.0)
     if name in SPECIAL_VALUES:
-        x[:, :3] = [np.nan, np.inf, -np.inf]
+        x[:, :4] = [np.nan, np.inf, -np.inf, -0.0]
     return pytorchlite.tensor(x.astype(np.float32))
 
 
