@@ -594,6 +594,9 @@ def _onnx_entry(op):
             "ops": form.ops if form else (), "loc": f"{op.file}:{op.line}",
             "kind": impl.kind, "promotion": impl.pointwise.promotion if impl.pointwise else "",
             "tensors": [a.name for a in impl.schema.arguments if a.type.is_tensor and a not in impl.schema.out_arguments],
+            # the result shares self's memory (`-> Tensor(a)`): an in-place write into it writes its base
+            "view": bool(impl.schema.returns) and impl.schema.returns[0].type.alias is not None
+                    and not impl.schema.returns[0].type.alias.endswith("!"),
             "fn_defined": not op.alias_of}
 
 

@@ -69,10 +69,15 @@ class Builder:
         self._ids = 0
         self._consts = {}          # (dtype, shape, bytes) -> OValue: one initializer per distinct constant
         self.where = ""            # the operator being lowered (for errors)
+        self.reserved = set()      # names taken by the model's inputs, parameters and outputs
+        self.results = []          # the traced results of the node being lowered (forms' `result`)
 
     def fresh(self, hint="v"):
-        self._ids += 1
-        return f"{hint}_{self._ids}"
+        while True:
+            self._ids += 1
+            name = f"{hint}_{self._ids}"
+            if name not in self.reserved:
+                return name
 
     # --- nodes -------------------------------------------------------------------------
 

@@ -122,6 +122,15 @@ class _Lowering:
         self.env = {}               # graph Value -> OValue (None: an output without an ONNX form)
         self.missing = {}           # graph Value -> why it has no ONNX value
         self.dynamic_inputs = dynamic_inputs
+        self.views = set()          # Values that share memory with another (view results)
+        self.views_of = {}          # Value -> the views taken of it
+        self.last_use = {}          # Value -> index of the last node that reads it (outputs: len(nodes))
+        for i, node in enumerate(graph.nodes):
+            for v in node.inputs():
+                self.last_use[v] = i
+        for v in graph.values_of_output():
+            self.last_use[v] = len(graph.nodes)
+        self.index = 0
 
     def shape_of(self, v, v2):
         if v2 is None:
@@ -156,26 +165,61 @@ class _Lowering:
         self.g.results = results
         if site.name in ("__getitem__", "detach"):
             outs = [self.getitem(args) if site.name == "__getitem__" else self.arg(args[0])]
+            self.note_views(node)
         else:
+            if site.form == "inplace":
+                self.check_inplace(site, node)
             outs = self.table_node(site, key, args, results)
+            if key in onnx_table.OPS and onnx_table.OPS[key].view:
+                self.note_views(node)
+        self.index += 1
         for o, r, res in zip(node.outputs, outs, results):
             if r is None:
                 self.missing[o] = (f"onnx.export(): result {node.outputs.index(o)} of {key} "
-                                   f"({onnx_table.OPS[key][1]}) has no ONNX form at opset {self.g.opset}")
+                                   f"({onnx_table.OPS[key].where}) has no ONNX form at opset {self.g.opset}")
                 continue
             if r.dtype is not None and r.dtype != res.dtype:
                 r = self.g.cast(r, res.dtype)
             self.env[o] = OValue(r.name, res.dtype, res.shape)
 
+    def note_views(self, node):
+        from pytorchlite.jit import Value
+        self.views.update(node.outputs)
+        if isinstance(node.args[0], Value):
+            self.views_of.setdefault(node.args[0], []).extend(node.outputs)
+
+    def check_inplace(self, site, node):
+        """An in-place operator exports as its out-of-place form when nothing can see the
+        difference: the tensor it writes is not read afterwards (except through its result),
+        is no view of another, and is no input, parameter or constant of the graph."""
+        from pytorchlite.jit import Value
+        target = node.args[0]
+        why = None
+        if not isinstance(target, Value):
+            why = "it writes no traced tensor"
+        elif target.kind != "node":
+            why = f"it writes the graph's {target.kind} %{target.name}"
+        elif target in self.views:
+            why = f"it writes %{target.name}, a view of another tensor"
+        elif self.last_use.get(target, -1) > self.index:
+            why = f"%{target.name} is read again after it is written"
+        else:
+            seen = [v for v in self.views_of.get(target, []) if self.last_use.get(v, -1) > self.index]
+            if seen:
+                why = f"%{seen[0].name}, a view of %{target.name} taken before the write, is read after it"
+        if why:
+            raise OnnxExportError(f"onnx.export(): the in-place operator {site.qualified_name} cannot be exported: "
+                                  f"{why}; use its out-of-place form")
+
     def table_node(self, site, key, args, results):
         entry = onnx_table.OPS.get(key)
-        if site.form == "inplace" or (key.endswith("_") and entry is None):
+        if key.endswith("_") and entry is None:
             raise OnnxExportError(f"onnx.export(): the in-place operator {site.qualified_name} cannot be exported; "
                                   "use its out-of-place form")
         if entry is None:
             raise OnnxExportError(f"Exporting the operator '{key}' to ONNX opset version {self.g.opset} is not "
                                   "supported: it is not an ops.yaml operator")
-        fn, loc, kind, promotion, _, tensor_args = entry
+        fn, loc, kind, promotion, tensor_args = entry.fn, entry.where, entry.kind, entry.promotion, entry.tensors
         if fn is None:
             raise OnnxExportError(f"Exporting the operator '{key}' to ONNX opset version {self.g.opset} is not "
                                   f"supported: {loc} declares no `onnx:` form for it (docs/ops_yaml.md, "
@@ -324,7 +368,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         if is_module and was_training:
             model.train()
     if verbose:
-        print(onnx.helper.printable_graph(proto.graph))
+        print(onnx.printer.to_text(proto.graph))
     if f is not None:
         data = proto.SerializeToString()
         if isinstance(f, (str, os.PathLike)):
@@ -358,6 +402,7 @@ def _export(onnx, model, args, input_names, output_names, opset, dynamic_axes, e
 
     g = Builder(opset)
     g.results = []
+    g.reserved = set(names) | set(onames) | {v.name for v in graph.inputs} | {f"const_{c.name}" for c in graph.constants}
     in_ovalues = [OValue(n, v.dtype.name, tuple(v.shape)) for n, v in zip(names, tensor_inputs)]
     graph2, sources = None, []
     dyn_in = {n: axes for n, axes in dyn.items() if n in names}

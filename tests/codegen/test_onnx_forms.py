@@ -97,11 +97,13 @@ def test_table_has_every_operator_with_its_line():
     ops = load_ops(os.path.join(ROOT, "ops.yaml"))
     assert set(onnx_table.OPS) == {op.full_name for op in ops}
     for op in ops:
-        fn, loc, *_ = onnx_table.OPS[op.full_name]
-        assert loc == f"ops.yaml:{op.line}"
-        assert (fn is None) == (op.impl.onnx is None)
+        e = onnx_table.OPS[op.full_name]
+        assert e.where == f"ops.yaml:{op.line}"
+        assert (e.fn is None) == (op.impl.onnx is None)
     # an alias exports as its target
-    assert onnx_table.OPS["absolute"][0] is onnx_table.OPS["abs"][0]
+    assert onnx_table.OPS["absolute"].fn is onnx_table.OPS["abs"].fn
+    assert onnx_table.OPS["view"].view and not onnx_table.OPS["add"].view
+    assert onnx_table.OPS["addcmul"].tensors == ("self", "tensor1", "tensor2")
 
 
 def test_onnx_operator_names_exist_at_opset_17():

@@ -199,3 +199,53 @@ def test_readme_example_runs(tmp_path, monkeypatch):
     exec(compile(code, "README.md", "exec"), scope)
     assert scope["y"].shape == (7, 3)
     assert (tmp_path / "mlp.onnx").exists()
+
+
+def test_inplace_operators_export_when_nothing_sees_the_write():
+    m = nn.Sequential(nn.Linear(3, 4), nn.ReLU(inplace=True), nn.Linear(4, 2))
+    export_and_compare(m.eval(), lambda b: (pytorchlite.randn(b, 3),), ["x"])
+
+    def copy_then_write(x):
+        h = x * 2
+        y = h + 0          # a copy: the write below does not reach it
+        h.relu_()
+        return y + h
+
+    export_and_compare(copy_then_write, lambda b: (pytorchlite.randn(b, 3),), ["x"])
+
+    def view_then_write(x):
+        h = x * 2
+        first = h[:, 0]    # a view: eager sees the write below through it
+        h.relu_()
+        return first + 1
+
+    with pytest.raises(pytorchlite.onnx.OnnxExportError, match=r"relu_ cannot be exported: %\w+, a view of"):
+        pytorchlite.onnx.export(view_then_write, (pytorchlite.randn(2, 3),), None)
+
+    def into_view(x):
+        h = x * 2
+        h[:, 0].relu_()
+        return h
+
+    with pytest.raises(pytorchlite.onnx.OnnxExportError, match="a view of another tensor"):
+        pytorchlite.onnx.export(into_view, (pytorchlite.randn(2, 3),), None)
+
+    with pytest.raises(pytorchlite.onnx.OnnxExportError, match="writes the graph's input"):
+        pytorchlite.onnx.export(lambda x: x.relu_(), (pytorchlite.randn(2, 3),), None)
+
+
+def test_keep_initializers_as_inputs_and_verbose(capsys):
+    m = nn.Linear(3, 2)
+    proto = pytorchlite.onnx.export(m, (pytorchlite.randn(1, 3),), None, input_names=["x"],
+                                    keep_initializers_as_inputs=True, verbose=True)
+    assert [i.name for i in proto.graph.input] == ["x", "weight", "bias"]
+    assert "Gemm" in capsys.readouterr().out
+
+
+def test_names_given_never_collide_with_generated_ones():
+    def f(x):
+        return (x * 2).relu() + 1
+
+    # "mul_1" and "relu_2" are what the exporter would call its own values
+    export_and_compare(f, lambda b: (pytorchlite.randn(b, 3),), ["mul_1"], output_names=["relu_2"],
+                       dynamic={"mul_1": {0: "b"}})

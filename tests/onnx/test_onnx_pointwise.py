@@ -12,8 +12,7 @@ from pytorchlite.generated import onnx_table
 
 from onnx_util import export_and_compare  # noqa: E402  (skips without onnx/onnxruntime)
 
-POINTWISE = sorted(name for name, (fn, _, kind, *_rest) in onnx_table.OPS.items()
-                   if kind == "pointwise" and fn is not None)
+POINTWISE = sorted(name for name, e in onnx_table.OPS.items() if e.kind == "pointwise" and e.fn is not None)
 
 # inputs outside the default domain (values of magnitude 0.1 to 0.9, either sign)
 POSITIVE = {"log", "log2", "log10", "log1p", "sqrt", "rsqrt", "pow"}
@@ -40,7 +39,7 @@ def test_the_list_covers_the_targets():
 
 @pytest.mark.parametrize("name", POINTWISE)
 def test_pointwise(name):
-    fn_, loc, kind, promotion, ops, tensor_args = onnx_table.OPS[name]
+    tensor_args = onnx_table.OPS[name].tensors
     base, _, overload = name.partition(".")
     # the public function, else the binding (private operators such as _gelu_erf, nn.functional's)
     op = getattr(pytorchlite, base, None) or getattr(pytorchlite._ops.ops, base)
