@@ -338,6 +338,15 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     ops.yaml `onnx:` form. `f` is a path or a binary file-like (None: only returned).
     Returns the `onnx.ModelProto` (checked with `onnx.checker.check_model(full_check=True)`).
 
+    - `input_names` / `output_names`: names of the tensor inputs and outputs, in order (the
+      rest keep the traced names, `output`, `output_1`, ...); parameters and buffers become
+      initializers under their `named_parameters()` / `named_buffers()` names.
+    - `dynamic_axes`: `{name: {axis: symbol}}` or `{name: [axes]}`; those dims are symbolic
+      in the model, and sizes the model computes from them follow them.
+    - `opset_version`: 17 (default) or 18. A Module is exported in eval mode (its mode is put
+      back afterwards). `do_constant_folding` is accepted; constant subgraphs (a weight's
+      transpose) are left to the runtime, which folds them when it loads the model.
+
     >>> import pytorchlite
     >>> m = pytorchlite.nn.Linear(3, 2)
     >>> proto = pytorchlite.onnx.export(m, (pytorchlite.ones(1, 3),), None, input_names=["x"],
