@@ -60,14 +60,14 @@ def _normalize_dynamic_axes(dynamic_axes, names):
 
 def _grown(t, axes):
     """`t` with each of `axes` one longer (its first entries repeated at the end)."""
-    arr = t.numpy()
+    arr = t.detach().cpu().numpy()
     for a in axes:
         n = arr.shape[a]
         if n == 0:
             raise ValueError(f"onnx.export(): dynamic axis {a} of an example input has size 0; give a non-empty "
                              "example")
         arr = np.take(arr, np.arange(n + 1) % n, axis=a)
-    return pytorchlite.tensor(np.ascontiguousarray(arr), dtype=t.dtype)
+    return pytorchlite.tensor(np.ascontiguousarray(arr), dtype=t.dtype, device=t.device)
 
 
 def _same_structure(a, b):
@@ -510,7 +510,7 @@ def _numpy(t):
         t = t.data
     if t.dtype == pytorchlite.bfloat16:
         raise OnnxExportError("onnx.export(): bfloat16 weights are not supported by the exporter")
-    return np.ascontiguousarray(t.detach().numpy())
+    return np.ascontiguousarray(t.detach().cpu().numpy())
 
 
 def _attr(onnx, v):
