@@ -1,4 +1,8 @@
-"""Export with pytorchlite.onnx and run in onnxruntime, comparing with pytorchlite."""
+"""Export with pytorchlite.onnx and run in onnxruntime, comparing with pytorchlite.
+
+(The directory is tests/onnx_export, not tests/onnx: a tests/onnx directory on sys.path would
+import as a namespace package named `onnx` where the onnx package is not installed, and the
+tests would fail instead of skipping.)"""
 
 import numpy as np
 import pytest
