@@ -332,7 +332,7 @@ def _value_info(onnx, name, dtype, shape, symbols):
 
 def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=None, output_names=None,
            opset_version=None, export_params=True, keep_initializers_as_inputs=False, dynamic_axes=None,
-           training=None, do_constant_folding=True):
+           training=None, do_constant_folding=True, dynamo=False, verify=False):
     """Export `model` (a Module or a function of tensors) to ONNX, as `torch.onnx.export`:
     traced with `pytorchlite.jit.trace` on `args`, each operator lowered through its
     ops.yaml `onnx:` form. `f` is a path or a binary file-like (None: only returned).
@@ -346,6 +346,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     - `opset_version`: 17 (default) or 18. A Module is exported in eval mode (its mode is put
       back afterwards). `do_constant_folding` is accepted; constant subgraphs (a weight's
       transpose) are left to the runtime, which folds them when it loads the model.
+    - `verify=True`: run the model in onnxruntime on `args` and check it matches (1e-5).
+    - `dynamo` is accepted for PyTorch's signature; pytorchlite has one exporter (the tracer).
 
     >>> import pytorchlite
     >>> m = pytorchlite.nn.Linear(3, 2)
@@ -378,6 +380,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
             model.train()
     if verbose:
         print(onnx.printer.to_text(proto.graph))
+    if verify:
+        _verify(model, args, proto)
     if f is not None:
         data = proto.SerializeToString()
         if isinstance(f, (str, os.PathLike)):
@@ -495,6 +499,39 @@ def _export(onnx, model, args, input_names, output_names, opset, dynamic_axes, e
     proto.ir_version = min(proto.ir_version, 10)
     onnx.checker.check_model(proto, full_check=True)
     return proto
+
+
+def _verify(model, args, proto):
+    """Run the exported model in onnxruntime on the example inputs and compare with pytorchlite."""
+    try:
+        import onnxruntime
+    except ImportError:
+        raise ImportError("onnx.export(verify=True) needs onnxruntime: pip install 'pytorchlite[onnx]'") from None
+    sess = onnxruntime.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    tensors = [a for a in args if isinstance(a, pytorchlite.Tensor)]
+    feeds = {i.name: _numpy(t) for i, t in zip(sess.get_inputs(), tensors)}
+    got = sess.run(None, feeds)
+    with pytorchlite.no_grad():
+        want = model(*args)
+    flat = []
+
+    def walk(o):
+        if isinstance(o, pytorchlite.Tensor):
+            flat.append(o)
+        elif isinstance(o, (tuple, list)):
+            for x in o:
+                walk(x)
+        elif isinstance(o, dict):
+            for x in o.values():
+                walk(x)
+    walk(want)
+    for name, g, w in zip([o.name for o in proto.graph.output], got, flat):
+        w = _numpy(w)
+        if g.shape != w.shape or not np.allclose(g, w, rtol=1e-5, atol=1e-5, equal_nan=True):
+            diff = float(np.max(np.abs(g.astype(np.float64) - w.astype(np.float64)))) if g.shape == w.shape else None
+            raise OnnxExportError(f"onnx.export(verify=True): output '{name}' differs in onnxruntime "
+                                  + (f"(largest difference {diff:.3g})" if diff is not None else
+                                     f"(shape {g.shape}, pytorchlite {w.shape})"))
 
 
 def _sym_name(d):

@@ -249,3 +249,13 @@ def test_names_given_never_collide_with_generated_ones():
     # "mul_1" and "relu_2" are what the exporter would call its own values
     export_and_compare(f, lambda b: (pytorchlite.randn(b, 3),), ["mul_1"], output_names=["relu_2"],
                        dynamic={"mul_1": {0: "b"}})
+
+
+def test_verify_runs_onnxruntime_and_catches_a_mismatch(monkeypatch):
+    m = nn.Sequential(nn.Linear(3, 4), nn.Sigmoid())
+    pytorchlite.onnx.export(m, (pytorchlite.randn(2, 3),), None, verify=True, dynamo=False)
+    from pytorchlite.generated import onnx_table
+    wrong = onnx_table.OPS["sigmoid"]._replace(fn=lambda g, self: g.op("Tanh", self))
+    monkeypatch.setitem(onnx_table.OPS, "sigmoid", wrong)
+    with pytest.raises(pytorchlite.onnx.OnnxExportError, match="output 'output' differs in onnxruntime"):
+        pytorchlite.onnx.export(m, (pytorchlite.randn(2, 3),), None, verify=True)
