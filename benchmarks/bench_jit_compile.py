@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
 
 from bench_autograd import chain as autograd_chain  # noqa: E402
 from bench_jit import cheap  # noqa: E402
-from common import Bench, _fmt, setup_threads  # noqa: E402
+from common import Bench, _fmt, print_table, setup_threads  # noqa: E402
 
 
 class CompileBench(Bench):
@@ -38,24 +38,13 @@ class CompileBench(Bench):
         self.rows.append((name, "us", [None if s is None else s * 1e6 for s in secs]))
 
     def print(self, file=None):
-        file = file or sys.stdout
         head = ("case", "compiled", "eager", "torch", "torch.compile", "eager/compiled", "torch/compiled",
                 "t.compile/compiled")
         lines = [(case, _fmt(c), _fmt(e), _fmt(t), _fmt(tc), _fmt(self.ratio("us", e, c), "x"),
                   _fmt(self.ratio("us", t, c), "x"), _fmt(self.ratio("us", tc, c), "x"))
                  for case, _u, (c, e, t, tc) in self.rows]
-        widths = [max(len(str(r[i])) for r in [head] + lines) for i in range(len(head))]
-        print(f"\n## {self.title}  (median us per call; ratios: the other's time / compiled, higher is better)",
-              file=file)
-        print(" | ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(head, widths))),
-              file=file)
-        print("-+-".join("-" * w for w in widths), file=file)
-        for r in lines:
-            print(" | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))),
-                  file=file)
-        for e in self.errors:
-            print(f"  failed: {e}", file=file)
-        file.flush()
+        print_table(f"{self.title}  (median us per call; ratios: the other's time / compiled, higher is better)",
+                    head, lines, self.errors, file)
 
 
 def _torch_compile(torch, fn, warm, b, state):

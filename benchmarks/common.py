@@ -173,3 +173,20 @@ def _fmt(v, suffix=""):
     if v >= 10:
         return f"{v:.1f}"
     return f"{v:.2f}"
+
+
+def print_table(title, head, lines, errors=(), file=None):
+    """One markdown-ish table: a title line, the header, then rows of strings (the first
+    column left-aligned, the others right-aligned), then any failures."""
+    file = file or sys.stdout
+    widths = [max(len(str(r[i])) for r in [head] + list(lines)) for i in range(len(head))]
+    print(f"\n## {title}", file=file)
+    for row in [head, None] + list(lines):
+        if row is None:
+            print("-+-".join("-" * w for w in widths), file=file)
+            continue
+        print(" | ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))),
+              file=file)
+    for e in errors:
+        print(f"  failed: {e}", file=file)
+    file.flush()

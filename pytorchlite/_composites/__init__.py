@@ -15,4 +15,11 @@ def __getattr__(name):
     # the first `_cm.linalg` imports the module, which then is an attribute of this package
     if name.startswith("__"):
         raise AttributeError(name)
-    return importlib.import_module(f"{__name__}.{name}")
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as e:
+        # not one of ours: an AttributeError, as for any module (pickle's whichmodule, which
+        # torch.compile's cache keys use, asks every loaded module for names and expects it)
+        if e.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None

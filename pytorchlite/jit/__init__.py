@@ -12,3 +12,4 @@ from pytorchlite.jit._trace import TracingError  # noqa: F401
 from pytorchlite.jit._traced import TracedFunction, TracedModule, trace  # noqa: F401
 from pytorchlite.jit._compile import CompiledFunction, CompiledModule, compile, config, stats  # noqa: F401,E402
 from pytorchlite.jit._serialize import load, save  # noqa: F401,E402
+from pytorchlite.jit._script import ScriptFunction, UnsupportedNodeError, script  # noqa: F401,E402

@@ -30,17 +30,6 @@ class NotJoint(Exception):
     """The function's backward cannot be captured as a graph (the caller falls back)."""
 
 
-def _leaves(spec):
-    kind = spec[0]
-    if kind in ("value", "literal"):
-        return [spec]
-    items = spec[1].values() if kind == "dict" else spec[-1]
-    out = []
-    for s in items:
-        out.extend(_leaves(s))
-    return out
-
-
 def capture_backward(tracer, result):
     """The `then` of the joint trace: record the backward of `result` with respect to the
     inputs that require grad, and store what `split` needs as `tracer.joint`. When the
@@ -62,7 +51,7 @@ def _capture(tracer):
     from pytorchlite.autograd import grad as autograd_grad
     from pytorchlite._kernels.factories import ones_like
     g = tracer.graph
-    outs = [leaf[1] for leaf in _leaves(g.output) if leaf[0] == "value"]
+    outs = g.values_of_output()
     if not outs or len(set(outs)) != len(outs):
         raise NotJoint("the outputs repeat a value")
     out_tensors = []

@@ -26,7 +26,8 @@ from pytorchlite._core import TensorBase
 from pytorchlite.autograd.grad_mode import _state as _gm
 from pytorchlite.jit import _autodiff, _codegen, _fusion, _passes
 from pytorchlite.jit._ir import Value
-from pytorchlite.jit._trace import module_state, trace_graph
+from pytorchlite import _intercept as _ix
+from pytorchlite.jit._trace import Tracer, module_state, trace_graph
 
 log = logging.getLogger("pytorchlite.jit")
 
@@ -50,16 +51,21 @@ def _logs_on(kind):
     return kind in os.environ.get("PYTORCHLITE_LOGS", "").replace("+", "").split(",")
 
 
-def _guard_key(args, state):
+_TAIL = 3      # the guards after the arguments': parameters' requires_grad, grad mode, module.training
+
+
+def _guard_key(args, state, module=None):
     key = [(a._dtype, a._shape, a._device, a._requires_grad) if isinstance(a, TensorBase) else (a.__class__, a)
            for a in args]
     key.append(tuple([t._requires_grad for t in state]))
     key.append(_gm.grad)
+    key.append(None if module is None else module.training)
     return tuple(key)
 
 
 def _dynamic_key(key):
-    return tuple((k[0], len(k[1]), k[2], k[3]) if len(k) == 4 else k for k in key[:-2]) + key[-2:]
+    n = len(key) - _TAIL
+    return tuple((k[0], len(k[1]), k[2], k[3]) if type(k) is tuple and len(k) == 4 else k for k in key[:n]) + key[n:]
 
 
 def _signature(graph):
@@ -85,8 +91,10 @@ def _why(old, new, names):
         if a == b:
             continue
         if i == len(old) - 1:
-            return f"grad mode changed ({a} -> {b})"
+            return f"module.training changed ({a} -> {b})"
         if i == len(old) - 2:
+            return f"grad mode changed ({a} -> {b})"
+        if i == len(old) - 3:
             return "requires_grad of the module's parameters changed"
         nm = names[i] if i < len(names) else f"input {i}"
         if type(a) is tuple and len(a) == 4 and len(b) == 4:
@@ -95,6 +103,10 @@ def _why(old, new, names):
                     return f"tensor '{nm}' {what} mismatch: expected {x}, actual {y}"
         return f"'{nm}' changed: expected {a!r}, actual {b!r}"
     return "no guard matched"
+
+
+def _tracing():
+    return any(isinstance(h, Tracer) for h in _ix.installed())
 
 
 class _Entry:
@@ -121,10 +133,14 @@ class CompiledFunction:
     # --- the hot path ----------------------------------------------------------------
 
     def __call__(self, *args, **kwargs):
+        if _ix.on and _tracing():
+            # called inside code being traced: run the original, so the outer trace records
+            # its operators (a fused kernel is not an operator call it could see)
+            return (self._module if self._module is not None else self._fn)(*args, **kwargs)
         if kwargs:
             args = self._bind(args, kwargs)
         state = self._state
-        key = _guard_key(args, state)
+        key = _guard_key(args, state, self._module)
         entry = self._cache.get(key)
         if entry is None:
             entry = self._dyn_cache.get(_dynamic_key(key)) if self._dyn_cache else None
@@ -182,9 +198,10 @@ class CompiledFunction:
             log.info("pytorchlite.compile: %s runs its backward eagerly: %s", self.__name__,
                      getattr(tracer, "not_joint", ""))
         state = self._state
-        key = _guard_key(args, state)       # the module's state may have been taken just now
+        key = _guard_key(args, state, self._module)     # the module's state may have been taken just now
         entry = _Entry()
         entry.key = key
+        entry.backward_graph = None
         entry.signature = _signature(graph)
         dynamic = False
         if self._dynamic is not False and tracer.shape_reads == 0 and joint is None:
@@ -209,7 +226,7 @@ class CompiledFunction:
 
     def _finish(self, entry, graph, key):
         _passes.optimize(graph)
-        needs_grad = key[-1] and (any(v.requires_grad for v in graph.inputs) or
+        needs_grad = key[-2] and (any(v.requires_grad for v in graph.inputs) or
                                   any(v.requires_grad for v in graph.constants))
         steps = None if needs_grad or not self._fuse else _fusion.fuse(graph)
         entry.graph = graph

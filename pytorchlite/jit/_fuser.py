@@ -28,7 +28,6 @@ for transcendental chains (REFERENCE.md section 10): its dependency chain is lon
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import re
@@ -312,9 +311,8 @@ def _operand_dtypes(spec, nodes, ref):
     return None
 
 
-def _node_expr(spec, nodes, j, value_of):
-    """Node j's expression over per-element values: value_of(ref) is the C text of a
-    tensor argument's value (in its own dtype); constants and scalars are literals."""
+def _node_fill(spec, nodes, j, value_of):
+    """The C text of node j's arguments in its computation dtype, by placeholder."""
     node = nodes[j]
     _promo, ins, scalars, *_ = _table.OPS[node.op]
     fill = {}
@@ -326,7 +324,14 @@ def _node_expr(spec, nodes, j, value_of):
                 fill[f"i{a}"] = _convert(_operand_dtypes(spec, nodes, ref), node.common, value_of(ref))
         else:
             fill[f"s{a - len(ins)}"] = _scalar(node.common, ref[1])
-    expr = node.expr.format(**fill)
+    return fill
+
+
+def _node_expr(spec, nodes, j, value_of, template=None):
+    """Node j's expression over per-element values: value_of(ref) is the C text of a
+    tensor argument's value (in its own dtype); constants and scalars are literals."""
+    node = nodes[j]
+    expr = (template or node.expr).format(**_node_fill(spec, nodes, j, value_of))
     if node.out is D.bool:
         return f"(({expr}) != 0)"
     if _is_half(node.out):
@@ -343,12 +348,12 @@ _HEAVY = re.compile(r"\bptl_(exp|exp2|expm1|log|log2|log10|log1p|sin|cos|tan|asi
                     r"xlogy|round_decimals|nextafter|fmod|remainder|floordiv|truncdiv)_")
 
 
+# float32 sin/cos (and float16/bfloat16, computed in float32): vectorisable versions
+_VECTOR_TRIG = {"ptl_sin_f32({i0})": "ptl_vsin_f32({i0})", "ptl_cos_f32({i0})": "ptl_vcos_f32({i0})"}
+
+
 def _stages(nodes):
-    """The nodes split into loops: each heavy node alone, runs of cheap nodes together. A
-    run also ends after a floating node that multiplies: GCC contracts a product and a sum
-    into one fused multiply-add across statements (GCC 12 has no -ffp-contract=on), which
-    rounds once where eager's two kernels round twice; a loop boundary keeps eager's
-    numbers, bit for bit."""
+    """The nodes split into loops: each heavy node alone, runs of cheap nodes together."""
     stages = []
     closed = True
     for j, node in enumerate(nodes):
@@ -356,7 +361,7 @@ def _stages(nodes):
         if heavy or closed:
             stages.append([])
         stages[-1].append(j)
-        closed = heavy or (node.common.is_floating_point and _product(node.expr))
+        closed = heavy
     return stages
 
 
@@ -394,9 +399,22 @@ def render_c(spec, nodes):
     stored = set(spec.outputs)
     for j, (_op, args) in enumerate(spec.nodes):
         stored |= {ref[1] for ref in args if ref[0] == "node" and stage_of[ref[1]] != stage_of[j]}
+    # GCC contracts a product and a sum into one fused multiply-add across statements (GCC
+    # 12 has no -ffp-contract=on), rounding once where eager's two kernels round twice;
+    # it never does so for a product that is also stored (a use that is not an add). So a
+    # floating node whose value is a product and is read in its own loop is also written
+    # to a tile array, which an empty asm statement after the loop reads (so the store is
+    # never dead), keeping eager's numbers bit for bit.
+    keep = set()
+    for j, (_op, args) in enumerate(spec.nodes):
+        for ref in args:
+            if ref[0] == "node" and stage_of[ref[1]] == stage_of[j] and ref[1] not in stored and \
+                    nodes[ref[1]].common.is_floating_point and _product(nodes[ref[1]].expr):
+                keep.add(ref[1])
+    stored |= keep
     L = [f"/* fused pointwise group (pytorchlite/jit/_fuser.py): "
          f"{'; '.join(f'{j}: {n.op} {n.common}->{n.out}' for j, n in enumerate(nodes))} */",
-         '#include "ptl.h"', "", f"#define TILE {TILE}", "",
+         '#include "ptl_jit.h"', "", f"#define TILE {TILE}", "",
          "typedef struct { int zero_div; } fused_state;", ""]
     # one function per loop, over restrict arrays, which GCC vectorises
     calls = []
@@ -417,8 +435,17 @@ def render_c(spec, nodes):
         def value(ref, _names=names):
             return f"{_names[ref]}[i]" if ref in _names else f"v{ref[1]}"
 
-        body = []
+        body, fixups = [], []
         for j in js:
+            vector = _VECTOR_TRIG.get(nodes[j].expr)
+            if vector and j in writes:
+                # the vectorisable sin/cos of kernels/ptl_jit.h, and libm (eager's) where
+                # its reduction does not reach: large arguments, inf, nan
+                body.append(f"        const {_ctype(nodes[j].out)} v{j} = {_node_expr(spec, nodes, j, value, vector)};")
+                arg = _node_fill(spec, nodes, j, value)["i0"]
+                fixups += ["    for (int64_t i = 0; i < m; i++)",
+                           f"        if (!(fabsf({arg}) <= PTL_VTRIG_MAX)) y{j}[i] = {_node_expr(spec, nodes, j, value)};"]
+                continue
             body.append(f"        const {_ctype(nodes[j].out)} v{j} = {_node_expr(spec, nodes, j, value)};")
             if nodes[j].divisor >= 0:
                 ref = nodes[j].args[nodes[j].divisor]
@@ -428,7 +455,7 @@ def render_c(spec, nodes):
         L += [f"static inline __attribute__((always_inline)) void stage{s}(int64_t m{''.join(', ' + p for p in params)}) {{"]
         if divides:
             L.append("    int z = 0;")
-        L += ["    for (int64_t i = 0; i < m; i++) {"] + body + ["    }"]
+        L += ["    for (int64_t i = 0; i < m; i++) {"] + body + ["    }"] + fixups
         if divides:
             L.append("    if (z && m) *zero_div = 1;")
         L += ["}", ""]
@@ -480,7 +507,11 @@ def render_c(spec, nodes):
               f"            char *p = data[{k}] + base * st[{k}];",
               f"            for (int64_t i = 0; i < m; i++) {_store(dt, f'p + i * st[{k}]', f'y{o}[i]')};",
               "        }"]
-    L += ["    }", "}", ""]
+    L.append("    }")
+    if keep:
+        escaped = ", ".join('"r"(bn%d)' % j for j in sorted(keep))
+        L.append('    __asm__ volatile("" : : %s : "memory");' % escaped)
+    L += ["}", ""]
     nt = nout + nin
     L += ["int ptl_fused_s(int ntensors, const void *ts) {",
           "    fused_state state = {0};",
@@ -724,6 +755,3 @@ def compile_group(spec, device="cpu"):
         k = _KERNELS[key] = FusedKernel(spec, dev)
     return k
 
-
-def source_hash(source):
-    return hashlib.sha256(source.encode()).hexdigest()[:24]

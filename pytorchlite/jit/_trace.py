@@ -35,7 +35,7 @@ _METADATA_OPS = {"numel", "dim", "ndimension", "nelement", "element_size", "is_c
 _RANDOM_WORDS = ("rand", "dropout", "bernoulli", "normal", "multinomial", "uniform", "exponential",
                  "geometric", "cauchy", "log_normal", "poisson", "empty")
 
-_lock = threading.Lock()
+_lock = threading.RLock()     # RLock: a traced function may trace (compile) another
 
 
 class TracingError(RuntimeError):

@@ -172,6 +172,33 @@ def test_gradcheck_through_compiled():
     assert P.autograd.gradcheck(cf, (x, y))
 
 
+def test_module_mode_is_guarded():
+    P.manual_seed(0)
+    m = P.nn.Sequential(P.nn.Linear(4, 4), P.nn.Dropout(0.5))
+    cm = P.compile(m, backend="eager")
+    x = P.ones(3, 4)
+    with P.no_grad():
+        cm(x)
+        m.eval()                                 # the original module switched: a guard miss
+        np.testing.assert_allclose(cm(x).numpy(), m[0](x).numpy(), rtol=1e-6)
+    assert cm.recompiles == 1
+
+
+def test_backward_that_cannot_be_captured_runs_eagerly():
+    def f(x):
+        y = x * 2
+        y.add_(1)                                # in-place: no joint graph
+        return y.exp().sum(), x.argmax()
+    cf = P.compile(f)
+    for _ in range(2):
+        xs = P.randn(5, dtype=P.float64).requires_grad_()
+        xe = xs.detach().clone().requires_grad_()
+        cf(xs)[0].backward()
+        f(xe)[0].backward()
+        np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy(), rtol=1e-12)
+    assert cf._entries[-1].backward_graph is None and cf.recompiles == 0
+
+
 def test_compiled_module_training_matches_eager():
     def run(compiled):
         P.manual_seed(3)
@@ -224,3 +251,19 @@ def test_matches_torch_when_installed():
     z = torch.where(z > 0.25, z, -z) / 3
     np.testing.assert_allclose(got[0].numpy(), z.sigmoid().numpy(), rtol=1e-6)
     np.testing.assert_allclose(got[1].item(), z.sum().item(), rtol=1e-5)
+
+
+def test_a_compiled_function_inside_traced_code_is_inlined():
+    inner = P.compile(lambda x: (x * 3).exp())
+    inner(P.ones(4))
+    inner(P.ones(4))                             # a fused entry exists
+
+    def outer(x):
+        return inner(x) + 1
+    t = jit.trace(outer, P.ones(4))
+    g = str(t.graph)
+    assert "aten::exp(" in g and "prim::Constant[value=<Tensor>]" not in g
+    a = P.randn(4)
+    np.testing.assert_allclose(t(a).numpy(), ((a * 3).exp() + 1).numpy(), rtol=1e-6)
+    nested = P.compile(outer)
+    np.testing.assert_allclose(nested(a).numpy(), ((a * 3).exp() + 1).numpy(), rtol=1e-6)
