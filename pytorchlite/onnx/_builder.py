@@ -29,13 +29,14 @@ class OnnxExportError(RuntimeError):
 
 
 class SymDim(int):
-    """A size that follows a dynamic axis: `k * (size of axis `axis` of graph input `source`) + c`,
-    behaving as the traced int it was everywhere else. `name`: the axis's symbol in the model's
-    inputs and outputs (dynamic_axes), for a plain `k=1, c=0` dim."""
+    """A size that follows dynamic axes: `k * (product of the sizes of `factors`) + c`, each
+    factor an axis of a graph input `(OValue, axis)`; it behaves as the traced int it was
+    everywhere else. `name`: the symbol of a dim that is exactly one named dynamic axis (the
+    model's inputs and outputs show it), else None."""
 
-    def __new__(cls, value, source, axis, k=1, c=0, name=None):
+    def __new__(cls, value, factors, k=1, c=0, name=None):
         self = super().__new__(cls, value)
-        self.source, self.axis, self.k, self.c, self.name = source, axis, k, c, name
+        self.factors, self.k, self.c, self.name = tuple(factors), k, c, name
         return self
 
 
@@ -169,7 +170,10 @@ class Builder:
                 if run:
                     parts.append(self.const(run, "int64"))
                     run = []
-                shape = self.op("Shape", v.source, start=v.axis, end=v.axis + 1)
+                shape = None
+                for source, axis in v.factors:
+                    size = self.op("Shape", source, start=axis, end=axis + 1)
+                    shape = size if shape is None else self.op("Mul", shape, size)
                 if v.k != 1:
                     shape = self.op("Mul", shape, self.const([v.k], "int64"))
                 if v.c:

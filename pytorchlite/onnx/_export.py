@@ -1,14 +1,15 @@
 """`pytorchlite.onnx.export`: trace a model with `pytorchlite.jit`, lower each graph node
 through its ops.yaml `onnx:` form (generated/onnx_table.py), and write an ONNX ModelProto.
 
-Dynamic axes: the model is traced twice, the second time with every dynamic axis one
-longer (indices repeated, so integer inputs stay valid). The two graphs must be the same
+Dynamic axes: the model is traced once more per dynamic symbol, with that symbol's axes one
+longer (indices repeated, so integer inputs stay valid). The graphs must be the same
 operators; every size that differs between them (a value's dim, an int argument such as a
-view's size) is `k * axis + c` of a dynamic input axis, and becomes a `SymDim`, which the
-ONNX forms turn into `Shape` arithmetic (builder.ints) instead of a baked-in number.
+view's size) is `k * (product of the symbols it moved with) + c`, and becomes a `SymDim`,
+which the ONNX forms turn into `Shape` arithmetic (builder.ints) instead of a baked-in number.
 """
 
 import io
+import math
 import os
 
 import numpy as np
@@ -78,28 +79,40 @@ def _same_structure(a, b):
 
 
 class _Symbols:
-    """Turns the sizes that differ between the two traces into SymDims."""
+    """Turns the sizes that change with the dynamic axes into SymDims. One extra trace per
+    symbol (its axes one longer, the others as given) shows which symbols a size follows; a
+    size is `k * (product of those symbols) + c` (so `batch * heads`, `batch * seq` and
+    `seq + 1` all follow), checked against every trace."""
 
-    def __init__(self, sources):
-        self.sources = sources      # [(OValue of a graph input, axis, size in trace 1, size in trace 2)]
+    def __init__(self, symbols):
+        self.symbols = symbols      # [(name, (OValue of a graph input, axis), size as traced)]
 
-    def dim(self, v1, v2, what):
-        if v1 == v2 or not isinstance(v1, int) or isinstance(v1, bool):
-            return v1
-        for src, axis, s1, s2 in self.sources:
-            k, rem = divmod(v2 - v1, s2 - s1)
-            if rem == 0 and k != 0:
-                c = v1 - k * s1
-                return SymDim(v1, src, axis, k, c)
-        raise OnnxExportError(f"onnx.export(): {what} changes with the dynamic axes ({v1} -> {v2}) in a way the "
-                              "exporter cannot follow (not a multiple of one dynamic axis plus a constant)")
+    def dim(self, v, others, what):
+        if not isinstance(v, int) or isinstance(v, bool) or all(o == v for o in others):
+            return v
+        moved = [a for a, o in enumerate(others) if o != v]
+        sizes = [self.symbols[a][2] for a in moved]
+        product = math.prod(sizes)
+        ks = set()
+        for a, s_a in zip(moved, sizes):
+            q, rem = divmod(others[a] - v, product // s_a)
+            ks.add(q if rem == 0 else None)
+        k = ks.pop() if len(ks) == 1 else None
+        if not k:
+            raise OnnxExportError(
+                f"onnx.export(): {what} changes with the dynamic axes ({v} as traced; "
+                + ", ".join(f"{others[a]} with {self.symbols[a][0]} one longer" for a in moved)
+                + ") in a way the exporter cannot follow (not k * a product of dynamic axes + c)")
+        c = v - k * product
+        name = self.symbols[moved[0]][0] if len(moved) == 1 and k == 1 and c == 0 else None
+        return SymDim(v, tuple(self.symbols[a][1] for a in moved), k, c, name)
 
-    def refs(self, r1, r2, what):
-        if isinstance(r1, (list, tuple)) and isinstance(r2, (list, tuple)) and len(r1) == len(r2):
-            return type(r1)(self.refs(a, b, what) for a, b in zip(r1, r2))
-        if isinstance(r1, int) and not isinstance(r1, bool) and isinstance(r2, int):
-            return self.dim(r1, r2, what)
-        return r1
+    def refs(self, r, others, what):
+        if isinstance(r, (list, tuple)) and all(isinstance(o, (list, tuple)) and len(o) == len(r) for o in others):
+            return type(r)(self.refs(x, [o[i] for o in others], what) for i, x in enumerate(r))
+        if isinstance(r, int) and not isinstance(r, bool) and all(isinstance(o, int) for o in others):
+            return self.dim(r, others, what)
+        return r
 
 
 # --- lowering ------------------------------------------------------------------------------
@@ -117,8 +130,8 @@ def _promoted(dtypes):
 
 
 class _Lowering:
-    def __init__(self, graph, graph2, builder, sym, dynamic_inputs):
-        self.graph, self.graph2, self.g, self.sym = graph, graph2, builder, sym
+    def __init__(self, graph, builder, sym, dynamic_inputs):
+        self.graph, self.g, self.sym = graph, builder, sym
         self.env = {}               # graph Value -> OValue (None: an output without an ONNX form)
         self.missing = {}           # graph Value -> why it has no ONNX value
         self.dynamic_inputs = dynamic_inputs
@@ -132,10 +145,9 @@ class _Lowering:
             self.last_use[v] = len(graph.nodes)
         self.index = 0
 
-    def shape_of(self, v, v2):
-        if v2 is None:
-            return tuple(v.shape)
-        return tuple(self.sym.dim(a, b, f"a dim of %{v.name}") for a, b in zip(v.shape, v2.shape))
+    def shape_of(self, v, others):
+        return tuple(self.sym.dim(d, [o.shape[i] for o in others], f"dim {i} of %{v.name}")
+                     for i, d in enumerate(v.shape))
 
     def value(self, v):
         if v not in self.env:
@@ -156,12 +168,13 @@ class _Lowering:
             return r.name
         return r
 
-    def node(self, node, node2):
+    def node(self, node, others):
+        """Lower one node; `others` is the same node in each symbol's trace."""
         site = node.site
         key = site.name + ("." + site.overload if site.overload else "")
-        args = node.args if node2 is None else self.sym.refs(node.args, node2.args, f"an argument of {key}")
-        results = [OValue(None, o.dtype.name, self.shape_of(o, None if node2 is None else o2))
-                   for o, o2 in zip(node.outputs, node2.outputs if node2 is not None else [None] * len(node.outputs))]
+        args = self.sym.refs(node.args, [o.args for o in others], f"an argument of {key}")
+        results = [OValue(None, v.dtype.name, self.shape_of(v, [o.outputs[i] for o in others]))
+                   for i, v in enumerate(node.outputs)]
         self.g.results = results
         if site.name in ("__getitem__", "detach"):
             outs = [self.getitem(args) if site.name == "__getitem__" else self.arg(args[0])]
@@ -324,7 +337,7 @@ def _value_info(onnx, name, dtype, shape, symbols):
         if sym is not None:
             dims.append(sym)
         elif isinstance(d, SymDim):
-            dims.append(_sym_name(d))
+            dims.append(d.name)      # None (left unnamed) unless it is exactly one named axis
         else:
             dims.append(int(d))
     return onnx.helper.make_tensor_value_info(name, ONNX_TYPES[dtype], dims)
@@ -417,40 +430,41 @@ def _export(onnx, model, args, input_names, output_names, opset, dynamic_axes, e
     g.results = []
     g.reserved = set(names) | set(onames) | {v.name for v in graph.inputs} | {f"const_{c.name}" for c in graph.constants}
     in_ovalues = [OValue(n, v.dtype.name, tuple(v.shape)) for n, v in zip(names, tensor_inputs)]
-    graph2, sources = None, []
     dyn_in = {n: axes for n, axes in dyn.items() if n in names}
-    if dyn_in:
-        arg_tensors = [a for a in args if isinstance(a, pytorchlite.Tensor)]
-        args2, it = [], iter(range(len(arg_tensors)))
+    symbols, traces = [], []
+    for name in dict.fromkeys(sym for axes in dyn_in.values() for sym in axes.values()):
+        # one more trace with this symbol's axes one longer
+        grown, source, it = [], None, iter(range(len(tensor_inputs)))
         for a in args:
-            if isinstance(a, pytorchlite.Tensor):
-                i = next(it)
-                axes = dyn_in.get(names[i], {})
-                for ax in axes:
-                    if not -a.dim() <= ax < a.dim():
-                        raise ValueError(f"onnx.export(): dynamic axis {ax} of input '{names[i]}' is out of range "
-                                         f"for its {a.dim()} dims")
-                args2.append(_grown(a, [ax % a.dim() for ax in axes]))
-            else:
-                args2.append(a)
-        graph2, _ = _trace(model, tuple(args2))
-        if not _same_structure(graph, graph2):
-            raise OnnxExportError("onnx.export(): the model's operators change with the size of a dynamic axis "
-                                  "(the graph traced with the axes one longer differs); it cannot be exported with "
-                                  "these dynamic_axes")
-        for ov, v, v2 in zip(in_ovalues, tensor_inputs, [x for x in graph2.inputs if x.kind == "input"]):
-            for ax in dyn_in.get(ov.name, {}):
-                ax %= len(v.shape)
-                sources.append((ov, ax, v.shape[ax], v2.shape[ax]))
-    sym = _Symbols(sources)
-    low = _Lowering(graph, graph2, g, sym, dyn_in)
+            if not isinstance(a, pytorchlite.Tensor):
+                grown.append(a)
+                continue
+            i = next(it)
+            axes = [ax for ax, sym in dyn_in.get(names[i], {}).items() if sym == name]
+            for ax in axes:
+                if not -a.dim() <= ax < a.dim():
+                    raise ValueError(f"onnx.export(): dynamic axis {ax} of input '{names[i]}' is out of range "
+                                     f"for its {a.dim()} dims")
+            axes = [ax % a.dim() for ax in axes]
+            if axes and source is None:
+                source = (in_ovalues[i], axes[0])
+            grown.append(_grown(a, axes) if axes else a)
+        other, _ = _trace(model, tuple(grown))
+        if not _same_structure(graph, other):
+            raise OnnxExportError(f"onnx.export(): the model's operators change with the size of the dynamic axis "
+                                  f"'{name}' (the graph traced with it one longer differs); it cannot be exported "
+                                  "with these dynamic_axes")
+        symbols.append((name, source, int(source[0].shape[source[1]])))
+        traces.append(other)
+    sym = _Symbols(symbols)
+    low = _Lowering(graph, g, sym, dyn_in)
 
     # inputs, with symbolic dims
     for ov, v in zip(in_ovalues, tensor_inputs):
         shape = list(ov.shape)
         for ax, symname in dyn_in.get(ov.name, {}).items():
             ax %= len(shape)
-            shape[ax] = SymDim(shape[ax], ov, ax, 1, 0, symname)
+            shape[ax] = SymDim(shape[ax], ((ov, ax),), 1, 0, symname)
         ov.shape = tuple(shape)
         low.env[v] = ov
     inits = {}
@@ -462,9 +476,8 @@ def _export(onnx, model, args, input_names, output_names, opset, dynamic_axes, e
         name = f"const_{c.name}"
         low.env[c] = OValue(name, c.dtype.name, tuple(c.shape))
         inits[name] = _numpy(c.data)
-    nodes2 = graph2.nodes if graph2 is not None else [None] * len(graph.nodes)
-    for node, node2 in zip(graph.nodes, nodes2):
-        low.node(node, node2)
+    for i, node in enumerate(graph.nodes):
+        low.node(node, [t.nodes[i] for t in traces])
 
     # outputs under their names
     outputs = []
@@ -532,14 +545,6 @@ def _verify(model, args, proto):
             raise OnnxExportError(f"onnx.export(verify=True): output '{name}' differs in onnxruntime "
                                   + (f"(largest difference {diff:.3g})" if diff is not None else
                                      f"(shape {g.shape}, pytorchlite {w.shape})"))
-
-
-def _sym_name(d):
-    """The symbol of a dim that is exactly a named dynamic axis, else None (left unnamed)."""
-    if d.k == 1 and d.c == 0:
-        src = d.source.shape[d.axis]
-        return getattr(src, "name", None)
-    return None
 
 
 def _numpy(t):

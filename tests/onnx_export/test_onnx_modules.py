@@ -1,6 +1,7 @@
 """More modules and functions through export and onnxruntime at batch sizes 1 and 7: layers,
 activations, attention, recurrent stacks, reductions, sorting, padding, indexing."""
 
+import numpy as np
 import pytest
 
 import pytorchlite as t
@@ -53,5 +54,32 @@ def test_module(name):
 
 def test_unrolled_time_axis_cannot_be_dynamic():
     m = nn.GRU(3, 4).eval()
-    with pytest.raises(t.onnx.OnnxExportError, match="change with the size of a dynamic axis"):
+    with pytest.raises(t.onnx.OnnxExportError, match="change with the size of the dynamic axis .time."):
         t.onnx.export(m, (t.randn(5, 2, 3),), None, input_names=["x"], dynamic_axes={"x": {0: "time"}})
+
+
+def test_batch_and_sequence_both_dynamic():
+    # sizes that are products of two symbols (batch * heads, seq * batch) follow both
+    t.manual_seed(5)
+    enc = nn.TransformerEncoderLayer(8, 2, 16, batch_first=False).eval()
+    proto = t.onnx.export(enc, (t.randn(3, 2, 8),), None, input_names=["src"], output_names=["out"],
+                          dynamic_axes={"src": {0: "seq", 1: "batch"}, "out": {0: "seq", 1: "batch"}})
+    dims = [d.dim_param for d in proto.graph.input[0].type.tensor_type.shape.dim[:2]]
+    assert dims == ["seq", "batch"]
+    from onnx_util import session
+    sess = session(proto)
+    for seq, batch in ((1, 1), (5, 7), (4, 3)):
+        x = t.randn(seq, batch, 8)
+        got = sess.run(None, {"src": x.numpy()})[0]
+        with t.no_grad():
+            want = enc(x).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+    def flat(x):            # (B, T, E) -> (B * T, E) -> (B, T * E): a product, then a product again
+        b, s, e = x.shape
+        return (x.reshape(b * s, e) * 2).reshape(b, s * e) + t.zeros(b, s * e)
+
+    proto = t.onnx.export(flat, (t.randn(2, 3, 4),), None, input_names=["x"],
+                          dynamic_axes={"x": {0: "b", 1: "s"}})
+    x = t.randn(5, 6, 4)
+    np.testing.assert_allclose(session(proto).run(None, {"x": x.numpy()})[0], flat(x).numpy(), rtol=1e-6)
