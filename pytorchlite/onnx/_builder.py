@@ -7,8 +7,6 @@ as plain tuples and turned into onnx protos only at the end (`_export.py`), so t
 needs no onnx to import.
 """
 
-import math
-
 import numpy as np
 
 from .. import _dtype

@@ -21,7 +21,6 @@ from pytorchlite.onnx._builder import ONNX_TYPES, Builder, OnnxExportError, OVal
 
 SUPPORTED_OPSETS = (17, 18)
 DEFAULT_OPSET = 17
-_FLOAT_RANK = ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64")
 
 
 def _onnx():
@@ -45,7 +44,7 @@ def _trace(model, args):
     return traced.graph, state
 
 
-def _normalize_dynamic_axes(dynamic_axes, names):
+def _normalize_dynamic_axes(dynamic_axes):
     """{input or output name: {axis: symbol name}}."""
     out = {}
     for key, axes in (dynamic_axes or {}).items():
@@ -130,11 +129,10 @@ def _promoted(dtypes):
 
 
 class _Lowering:
-    def __init__(self, graph, builder, sym, dynamic_inputs):
+    def __init__(self, graph, builder, sym):
         self.graph, self.g, self.sym = graph, builder, sym
         self.env = {}               # graph Value -> OValue (None: an output without an ONNX form)
         self.missing = {}           # graph Value -> why it has no ONNX value
-        self.dynamic_inputs = dynamic_inputs
         self.views = set()          # Values that share memory with another (view results)
         self.views_of = {}          # Value -> the views taken of it
         self.last_use = {}          # Value -> index of the last node that reads it (outputs: len(nodes))
@@ -376,6 +374,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
                          f"{', '.join(map(str, SUPPORTED_OPSETS))})")
     if kwargs:
         raise NotImplementedError("onnx.export(): keyword arguments to the model (kwargs=) are not supported")
+    if not export_params:
+        raise NotImplementedError("onnx.export(): export_params=False is not supported (weights are initializers)")
     if training not in (None, False) and str(training).split(".")[-1] not in ("EVAL", "0"):
         raise NotImplementedError("onnx.export(): only training=TrainingMode.EVAL is supported")
     if isinstance(args, pytorchlite.Tensor):
@@ -407,30 +407,10 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     return proto
 
 
-def _export(onnx, model, args, input_names, output_names, opset, dynamic_axes, export_params,
-            keep_initializers_as_inputs):
-    graph, state = _trace(model, args)
+def _symbol_traces(model, args, graph, names, in_ovalues, dyn_in):
+    """One more trace per dynamic symbol, with its axes one longer: ([(symbol, (input OValue,
+    axis), size as traced)], [graph])."""
     tensor_inputs = [v for v in graph.inputs if v.kind == "input"]
-    names = list(input_names or [])
-    if len(names) > len(tensor_inputs):
-        raise ValueError(f"onnx.export(): {len(names)} input_names given for {len(tensor_inputs)} tensor inputs")
-    names += [v.name for v in tensor_inputs[len(names):]]
-    out_values = graph.values_of_output()
-    onames = list(output_names or [])
-    if len(onames) > len(out_values):
-        raise ValueError(f"onnx.export(): {len(onames)} output_names given for {len(out_values)} tensor outputs")
-    onames += [f"output_{i}" if i else "output" for i in range(len(onames), len(out_values))]
-    dyn = _normalize_dynamic_axes(dynamic_axes, names)
-    unknown = set(dyn) - set(names) - set(onames)
-    if unknown:
-        raise ValueError(f"onnx.export(): dynamic_axes names {sorted(unknown)}, which is neither an input nor an "
-                         f"output name (inputs: {names}, outputs: {onames})")
-
-    g = Builder(opset)
-    g.results = []
-    g.reserved = set(names) | set(onames) | {v.name for v in graph.inputs} | {f"const_{c.name}" for c in graph.constants}
-    in_ovalues = [OValue(n, v.dtype.name, tuple(v.shape)) for n, v in zip(names, tensor_inputs)]
-    dyn_in = {n: axes for n, axes in dyn.items() if n in names}
     symbols, traces = [], []
     for name in dict.fromkeys(sym for axes in dyn_in.values() for sym in axes.values()):
         # one more trace with this symbol's axes one longer
@@ -456,8 +436,36 @@ def _export(onnx, model, args, input_names, output_names, opset, dynamic_axes, e
                                   "with these dynamic_axes")
         symbols.append((name, source, int(source[0].shape[source[1]])))
         traces.append(other)
+    return symbols, traces
+
+
+def _export(onnx, model, args, input_names, output_names, opset, dynamic_axes, export_params,
+            keep_initializers_as_inputs):
+    graph, state = _trace(model, args)
+    tensor_inputs = [v for v in graph.inputs if v.kind == "input"]
+    names = list(input_names or [])
+    if len(names) > len(tensor_inputs):
+        raise ValueError(f"onnx.export(): {len(names)} input_names given for {len(tensor_inputs)} tensor inputs")
+    names += [v.name for v in tensor_inputs[len(names):]]
+    out_values = graph.values_of_output()
+    onames = list(output_names or [])
+    if len(onames) > len(out_values):
+        raise ValueError(f"onnx.export(): {len(onames)} output_names given for {len(out_values)} tensor outputs")
+    onames += [f"output_{i}" if i else "output" for i in range(len(onames), len(out_values))]
+    dyn = _normalize_dynamic_axes(dynamic_axes)
+    unknown = set(dyn) - set(names) - set(onames)
+    if unknown:
+        raise ValueError(f"onnx.export(): dynamic_axes names {sorted(unknown)}, which is neither an input nor an "
+                         f"output name (inputs: {names}, outputs: {onames})")
+
+    g = Builder(opset)
+    g.results = []
+    g.reserved = set(names) | set(onames) | {v.name for v in graph.inputs} | {f"const_{c.name}" for c in graph.constants}
+    in_ovalues = [OValue(n, v.dtype.name, tuple(v.shape)) for n, v in zip(names, tensor_inputs)]
+    dyn_in = {n: axes for n, axes in dyn.items() if n in names}
+    symbols, traces = _symbol_traces(model, args, graph, names, in_ovalues, dyn_in)
     sym = _Symbols(symbols)
-    low = _Lowering(graph, g, sym, dyn_in)
+    low = _Lowering(graph, g, sym)
 
     # inputs, with symbolic dims
     for ov, v in zip(in_ovalues, tensor_inputs):
@@ -500,8 +508,6 @@ def _export(onnx, model, args, input_names, output_names, opset, dynamic_axes, e
                     list(g.initializers.items())]
     used = {i for n in nodes for i in n.input} | {name for name, _ in outputs}
     initializers = [t for t in initializers if t.name in used]
-    if not export_params:
-        raise NotImplementedError("onnx.export(): export_params=False is not supported (weights are initializers)")
     inputs = [_value_info(onnx, ov.name, ov.dtype, ov.shape, dyn_in.get(ov.name, {})) for ov in in_ovalues]
     if keep_initializers_as_inputs:
         inputs += [onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)) for t in initializers]
