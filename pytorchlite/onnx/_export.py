@@ -133,7 +133,7 @@ class _Lowering:
         self.graph, self.g, self.sym = graph, builder, sym
         self.env = {}               # graph Value -> OValue (None: an output without an ONNX form)
         self.missing = {}           # graph Value -> why it has no ONNX value
-        self.views = set()          # Values that share memory with another (view results)
+        self.base_of = {}           # a view result -> the Value it is a view of
         self.views_of = {}          # Value -> the views taken of it
         self.last_use = {}          # Value -> index of the last node that reads it (outputs: len(nodes))
         for i, node in enumerate(graph.nodes):
@@ -178,7 +178,7 @@ class _Lowering:
             outs = [self.getitem(args) if site.name == "__getitem__" else self.arg(args[0])]
             self.note_views(node)
         else:
-            if site.form == "inplace":
+            if site.form == "inplace" or key.endswith("_"):
                 self.check_inplace(site, node)
             outs = self.table_node(site, key, args, results)
             if key in onnx_table.OPS and onnx_table.OPS[key].view:
@@ -195,9 +195,24 @@ class _Lowering:
 
     def note_views(self, node):
         from pytorchlite.jit import Value
-        self.views.update(node.outputs)
-        if isinstance(node.args[0], Value):
-            self.views_of.setdefault(node.args[0], []).extend(node.outputs)
+        base = node.args[0]
+        if isinstance(base, Value):
+            for v in node.outputs:
+                self.base_of[v] = base
+            self.views_of.setdefault(base, []).extend(node.outputs)
+
+    def _read_later(self, v, seen):
+        """A value sharing v's memory (v, its views, theirs) that a later node or the output reads."""
+        if v in seen:
+            return None
+        seen.add(v)
+        if self.last_use.get(v, -1) > self.index:
+            return v
+        for w in self.views_of.get(v, []):
+            hit = self._read_later(w, seen)
+            if hit is not None:
+                return hit
+        return None
 
     def check_inplace(self, site, node):
         """An in-place operator exports as its out-of-place form when nothing can see the
@@ -210,14 +225,19 @@ class _Lowering:
             why = "it writes no traced tensor"
         elif target.kind != "node":
             why = f"it writes the graph's {target.kind} %{target.name}"
-        elif target in self.views:
-            why = f"it writes %{target.name}, a view of another tensor"
         elif self.last_use.get(target, -1) > self.index:
             why = f"%{target.name} is read again after it is written"
         else:
-            seen = [v for v in self.views_of.get(target, []) if self.last_use.get(v, -1) > self.index]
-            if seen:
-                why = f"%{seen[0].name}, a view of %{target.name} taken before the write, is read after it"
+            # the write reaches every value sharing the memory: the bases it is a view of, and
+            # the views taken of them; none of them may be read afterwards
+            root = target
+            while root in self.base_of:
+                root = self.base_of[root]
+            seen = {target}
+            hit = self._read_later(root, seen) if root is not target else None
+            hit = hit or next((h for w in self.views_of.get(target, []) for h in [self._read_later(w, seen)] if h), None)
+            if hit is not None:
+                why = (f"%{hit.name} shares its memory (a view) and is read after the write")
         if why:
             raise OnnxExportError(f"onnx.export(): the in-place operator {site.qualified_name} cannot be exported: "
                                   f"{why}; use its out-of-place form")

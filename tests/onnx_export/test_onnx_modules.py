@@ -83,3 +83,17 @@ def test_batch_and_sequence_both_dynamic():
                           dynamic_axes={"x": {0: "b", 1: "s"}})
     x = t.randn(5, 6, 4)
     np.testing.assert_allclose(session(proto).run(None, {"x": x.numpy()})[0], flat(x).numpy(), rtol=1e-6)
+
+
+def test_inplace_operators_of_their_own_and_einsum():
+    def f(x):
+        scores = t.einsum("bij,bkj->bik", x, x)
+        mask = scores > 0.5
+        scores.masked_fill_(mask, -1.0)
+        buf = t.empty(x.shape[0], 2)
+        buf.zero_()
+        acc = t.zeros(x.shape[0], 3, 3)
+        acc.copy_(scores)
+        return acc.round(decimals=2).ravel(), buf.fill_(0.5), x.float_power(2)
+
+    export_and_compare(f, lambda b: (t.rand(b, 3, 4),), ["x"])
