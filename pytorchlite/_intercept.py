@@ -26,6 +26,8 @@ import threading
 
 on = False                  # a handler is installed (read by every generated binding)
 _handlers = []
+_single = None              # the handler when exactly one is installed (the usual case: no chain)
+_sites = []                 # every Site, by its `key` (a recorder stores the small int, not the Site)
 
 
 class _Local(threading.local):
@@ -42,7 +44,7 @@ class Site:
     passes them (the binding's Python names: `self` for methods, `input` for functions),
     and the binding itself."""
 
-    __slots__ = ("name", "overload", "form", "names", "fn")
+    __slots__ = ("name", "overload", "form", "names", "fn", "key", "run", "_caller")
 
     def __init__(self, name, overload, form, names, fn):
         self.name = name
@@ -50,6 +52,10 @@ class Site:
         self.form = form
         self.names = names
         self.fn = fn
+        self._caller = None
+        self.run = self.invoke          # bound once: handed to a lone handler as its `run`
+        self.key = len(_sites)          # site_of(key) is this Site
+        _sites.append(self)
 
     @property
     def qualified_name(self):
@@ -59,16 +65,42 @@ class Site:
 
     def invoke(self, args):
         """Call the binding with `args` (bypassing interception for this one call)."""
+        caller = self._caller
+        if caller is None:
+            caller = self._caller = _make_caller(self)
         _tls.reentry = True
         try:
-            if self.form == "function":
-                return self.fn(**dict(zip(self.names, args)))
-            return self.fn(args[0], **dict(zip(self.names[1:], args[1:])))
+            return caller(self.fn, args)
         finally:
             _tls.reentry = False
 
     def __repr__(self):
         return f"Site({self.qualified_name}, {self.form})"
+
+
+def _make_caller(site):
+    """A function (fn, args) -> fn(...) that passes the arguments as the binding's signature
+    takes them: positionally up to the first keyword-only one, by keyword after. Compiled
+    once per binding, it costs a plain call where building a dict for ** costs a
+    microsecond on every intercepted operator."""
+    import inspect
+    names = site.names
+    try:
+        params = list(inspect.signature(site.fn).parameters.values())
+    except (TypeError, ValueError):
+        params = None
+    pos_kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if (params is None or len(params) != len(names)
+            or any(p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD) for p in params)
+            or any(p.name != n for p, n in zip(params[1:] if site.form != "function" else params,
+                                               names[1:] if site.form != "function" else names))):
+        if site.form == "function":
+            return lambda fn, a: fn(**dict(zip(names, a)))
+        return lambda fn, a: fn(a[0], **dict(zip(names[1:], a[1:])))
+    parts = [f"a[{i}]" if p.kind in pos_kinds else f"{names[i]}=a[{i}]" for i, p in enumerate(params)]
+    ns = {}
+    exec(f"def call(fn, a):\n    return fn({', '.join(parts)})\n", ns)
+    return ns["call"]
 
 
 def claim():
@@ -83,7 +115,15 @@ def claim():
 
 def call(site, args):
     """Hand one operator call to the installed handlers, the last installed first."""
+    h = _single
+    if h is not None:               # the usual case: one profiler or tracer; no chain to build
+        return h(site, args, site.run)
     return _chain(len(_handlers) - 1, site, args)
+
+
+def site_of(key):
+    """The Site whose `key` this is."""
+    return _sites[key]
 
 
 def _chain(i, site, args):
@@ -95,20 +135,22 @@ def _chain(i, site, args):
 
 def install(handler):
     """Install a handler (it sees every operator call from now on, on every thread)."""
-    global on
+    global on, _single
     _handlers.append(handler)
+    _single = handler if len(_handlers) == 1 else None
     on = True
 
 
 def uninstall(handler):
     """Remove a handler installed with `install` (the one installed last, if it was installed twice)."""
-    global on
+    global on, _single
     for i in range(len(_handlers) - 1, -1, -1):
         if _handlers[i] is handler:
             del _handlers[i]
             break
     else:
         raise ValueError(f"uninstall: {handler!r} is not installed")
+    _single = _handlers[0] if len(_handlers) == 1 else None
     on = bool(_handlers)
 
 

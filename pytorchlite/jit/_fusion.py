@@ -208,22 +208,43 @@ def fuse(graph, compile=True):
 
 def _finish(group, used_outside, compile):
     """The steps that run a group: itself (with its kernel), or its nodes when it is a
-    single node or the fuser refuses it."""
+    single node; a group the fuser refuses is split in two and each half tried again
+    (down to single nodes), so a limit of the fuser costs a longer kernel, not the fusion."""
     if len(group.nodes) < 2:
         return list(group.nodes)
     group.make_spec(used_outside)
+    if len(group.spec.inputs) + len(group.spec.outputs) > _fuser.MAX_OPERANDS:
+        return list(group.nodes)
     if compile:
         try:
             group.kernel = _fuser.compile_group(group.spec)
         except (ValueError, TypeError, RuntimeError, OSError) as e:
-            log.warning("pytorchlite.jit: fusing %s failed (%s); running the group's nodes one by one",
-                        [n.site.name for n in group.nodes], e)
-            return list(group.nodes)
+            if len(group.nodes) < 4:
+                log.warning("pytorchlite.jit: fusing %s failed (%s); running the nodes one by one",
+                            [n.site.name for n in group.nodes], str(e).splitlines()[0] if str(e) else e)
+                return list(group.nodes)
+            log.info("pytorchlite.jit: fusing %d nodes failed (%s); splitting the group", len(group.nodes),
+                     str(e).splitlines()[0] if str(e) else e)
+            return _split(group, used_outside, compile)
     else:
         group.kernel = eager_group(group.spec)
     stats["fused_groups"] += 1
     stats["fused_nodes"] += len(group.nodes)
     return [group]
+
+
+def _split(group, used_outside, compile):
+    """Two groups of the first and second half of the nodes (in order, so the first half
+    runs first): what the second half reads from the first becomes the first's outputs."""
+    m = len(group.nodes) // 2
+    halves = []
+    for nodes, args in ((group.nodes[:m], group.args[:m]), (group.nodes[m:], group.args[m:])):
+        g = Group()
+        g.nodes, g.args = list(nodes), list(args)
+        halves.append(g)
+    read_later = {r for refs in halves[1].args for r in refs if isinstance(r, Value)}
+    return (_finish(halves[0], used_outside | read_later, compile) +
+            _finish(halves[1], used_outside, compile))
 
 
 __all__ = ["fuse", "eager_group", "Group", "TensorBase"]

@@ -53,8 +53,12 @@ class Value:
     @property
     def py(self):
         """The value's name as a Python identifier (for generated code)."""
+        # generated names start with "_" (inputs never do: see _trace.input_names), so a
+        # user's argument called `v1` or `c0` cannot meet a node's value or a constant
         n = "".join(c if c.isalnum() or c == "_" else "_" for c in self.name)
-        return n if n[:1].isalpha() or n[:1] == "_" else "v" + n
+        if self.kind == "const":
+            return "_" + n
+        return n if n[:1].isalpha() else "_v" + n
 
     def __repr__(self):
         return f"%{self.name}"

@@ -61,7 +61,7 @@ class SValue:
 
     @property
     def py(self):
-        return "v_" + self.name if self.name[0].isdigit() else self.name
+        return "_v" + self.name if self.name[0].isdigit() else self.name
 
 
 class SNode:
@@ -326,28 +326,28 @@ def _emit_block(block, indent, lines):
         elif n.kind == "loop":
             body = n.blocks[0]
             counter, params = body.params[0], body.params[1:]
-            for p, a in zip(params, args):
-                lines.append(f"{pad}{p.py} = {a}")
+            _carry(pad, params, args, lines)
             lines.append(f"{pad}for {counter.py} in range({', '.join(_py(b) for b in n.extra)}):")
             _emit_block(body, indent + 1, lines)
-            for p, r in zip(params, body.returns):
-                lines.append(f"{pad}    {p.py} = {_py(r)}")
+            _carry(pad + "    ", params, [_py(r) for r in body.returns], lines)
             lines.append(f"{pad}    pass")
-            for o, p in zip(n.outputs, params):
-                lines.append(f"{pad}{o.py} = {p.py}")
+            _carry(pad, n.outputs, [p.py for p in params], lines)
         elif n.kind == "while":
             cond, body = n.blocks
-            for p, a in zip(body.params, args):
-                lines.append(f"{pad}{p.py} = {a}")
+            _carry(pad, body.params, args, lines)
             lines.append(f"{pad}while True:")
             _emit_block(cond, indent + 1, lines)
             lines.append(f"{pad}    if not {_py(cond.returns[0])}:")
             lines.append(f"{pad}        break")
             _emit_block(body, indent + 1, lines)
-            for p, r in zip(body.params, body.returns):
-                lines.append(f"{pad}    {p.py} = {_py(r)}")
-            for o, p in zip(n.outputs, body.params):
-                lines.append(f"{pad}{o.py} = {p.py}")
+            _carry(pad + "    ", body.params, [_py(r) for r in body.returns], lines)
+            _carry(pad, n.outputs, [p.py for p in body.params], lines)
+
+
+def _carry(pad, targets, sources, lines):
+    """`target = source` per carried value of a loop (into it, around it, out of it)."""
+    for t, src in zip(targets, sources):
+        lines.append(f"{pad}{t.py} = {src}")
 
 
 class ScriptFunction:

@@ -106,6 +106,7 @@ class Tracer:
         self.frames = []
         self.shape_reads = 0
         self.aliases = {}       # (storage, offset, shape, strides, dtype) -> Value
+        self.thread = threading.get_ident()
 
     # --- values ----------------------------------------------------------------------
 
@@ -154,6 +155,8 @@ class Tracer:
     # --- the handler -----------------------------------------------------------------
 
     def __call__(self, site, args, run):
+        if threading.get_ident() != self.thread:
+            return run(args)        # another thread's operators are not part of this trace
         refs = tuple(self.ref(a) for a in args)
         if is_composite(site):
             frame = _Frame()
@@ -205,6 +208,8 @@ class Tracer:
         self._nodes().append(node)
 
     def value_read(self, what, tensor):
+        if threading.get_ident() != self.thread:
+            return
         if what == "shape":
             if not self.frames:
                 self.shape_reads += 1

@@ -173,3 +173,25 @@ def test_group_outputs_keep_eager_dtypes(bad):
     g = _graph(f, P.arange(5))
     steps = _fusion.fuse(g, compile=False)
     _check(f, g, steps, P.arange(5))
+
+
+def test_a_group_the_fuser_refuses_is_split(monkeypatch):
+    from pytorchlite.jit import _fuser
+    calls = []
+
+    def picky(spec, device="cpu"):
+        calls.append(len(spec.nodes))
+        if len(spec.nodes) > 3:
+            raise ValueError("too long for this fuser")
+        return _fusion.eager_group(spec)
+    monkeypatch.setattr(_fuser, "compile_group", picky)
+
+    def f(x, y):
+        for _ in range(4):
+            x = (x * 1.5 + y).tanh()
+        return x
+    g = _graph(f, P.ones(3), P.ones(3))
+    steps = _fusion.fuse(g, compile=True)
+    assert calls[0] == 12 and all(isinstance(s, _fusion.Group) for s in steps)
+    assert sum(len(s.nodes) for s in steps) == 12 and max(len(s.nodes) for s in steps) <= 3
+    _check(f, g, steps, P.randn(3), P.randn(3))

@@ -134,3 +134,32 @@ def test_bad_inputs():
     t = jit.trace(lambda x, y: x + y, (P.ones(1), P.ones(1)))
     with pytest.raises(TypeError, match="takes 2 positional arguments but 1 were given"):
         t(P.ones(1))
+
+
+def test_argument_names_never_meet_generated_names():
+    def f(v1, c0, _x):
+        return (v1 + c0) * _x + P.tensor([1.0, 2.0])
+    a, b, c = P.tensor([1.0, 2.0]), P.tensor([3.0, 4.0]), P.tensor([2.0, 2.0])
+    t = jit.trace(f, (a, b, c))
+    assert t(a, b, c).tolist() == f(a, b, c).tolist() == [9.0, 14.0]
+    assert t.code.startswith("def f(v1, c0, a_x):")
+
+
+def test_other_threads_are_not_recorded():
+    import threading
+    started, release = threading.Event(), threading.Event()
+
+    def other():
+        started.set()
+        while not release.is_set():
+            P.ones(2).exp()
+
+    th = threading.Thread(target=other)
+    th.start()
+    started.wait()
+    try:
+        t = jit.trace(lambda x: x.sin(), P.ones(2))
+    finally:
+        release.set()
+        th.join()
+    assert [n.site.name for n in t.graph.nodes] == ["sin"]
