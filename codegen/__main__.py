@@ -3,6 +3,7 @@
     python -m codegen            generate and compile (only what changed)
     python -m codegen --check    fail if generated/ is not what the YAML and templates give
     python -m codegen --force    recompile even when nothing changed
+    python -m codegen --onnx-report  list the operators without an `onnx:` form (ONNX export)
     python -m codegen --sanitize build with ASan + UBSan (for tools/sanitize.py, which
                                  does it in a copy of the tree)
 
@@ -49,9 +50,16 @@ def main(argv=None):
                         "with the sanitizer runtimes preloaded: use tools/sanitize.py)")
     p.add_argument("--main-only", action="store_true",
                    help="build only the hand-written kernels' module (_C), not the pointwise shards")
+    p.add_argument("--onnx-report", action="store_true",
+                   help="list the operators that have no `onnx:` form (the ONNX exporter cannot export them)")
     p.add_argument("-v", "--verbose", action="store_true")
     args = p.parse_args(argv)
     try:
+        if args.onnx_report:
+            from .model import load_ops
+            from .onnx import report
+            sys.stdout.write(report(load_ops(os.path.join(args.root, "ops.yaml"))))
+            return 0
         if args.check:
             stale = check(args.root)
             if stale:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import jinja2
 
-from . import abi, cexpr, layout, operators as pyops, reductions, structured
+from . import abi, cexpr, layout, onnx as onnx_forms, operators as pyops, reductions, structured
 from .derivatives import binding_lines, forward_lines, load_derivative_entries, render_nodes
 from .model import DTYPE_CLASS, CodegenError, Operator, load_ops
 from .overloads import Dispatcher, Member, matcher_body, params_of
@@ -584,6 +584,22 @@ def _env():
                               undefined=jinja2.StrictUndefined)
 
 
+def _onnx_entry(op):
+    """What generated/onnx_table.py says of one operator (an alias exports as its target)."""
+    form = op.impl.onnx
+    impl = op.impl
+    return {"full_name": op.full_name, "fn": f"_onnx_{impl.ident}" if form else "",
+            "params": onnx_forms.params(impl.schema), "where": impl.where.replace("\n", " "),
+            "source": form.source if form else "", "python": form.python if form else "",
+            "ops": form.ops if form else (), "loc": f"{op.file}:{op.line}",
+            "kind": impl.kind, "promotion": impl.pointwise.promotion if impl.pointwise else "",
+            "tensors": [a.name for a in impl.schema.arguments if a.type.is_tensor and a not in impl.schema.out_arguments],
+            # the result shares self's memory (`-> Tensor(a)`): an in-place write into it writes its base
+            "view": bool(impl.schema.returns) and impl.schema.returns[0].type.alias is not None
+                    and not impl.schema.returns[0].type.alias.endswith("!"),
+            "fn_defined": not op.alias_of}
+
+
 def render_all(root=ROOT):
     """Return {relative path: content} for everything codegen writes."""
     ops = load_ops(os.path.join(root, "ops.yaml"))
@@ -663,6 +679,8 @@ def render_all(root=ROOT):
         "generated/structured.py": env.get_template("structured.py.j2").render(
             header=HEADER, views=st_views, meta_modules=[(m, aliases[m]) for m in meta_modules]),
         "generated/autograd_nodes.py": render_nodes(env, derivs),
+        "generated/onnx_table.py": env.get_template("onnx_table.py.j2").render(
+            header=HEADER, entries=[_onnx_entry(op) for op in ops]),
         "generated/fuser_ops.py": env.get_template("fuser_ops.py.j2").render(
             header=HEADER, ops=pw_views, c_types=sorted(_C_TYPES.items())),
     }

@@ -24,7 +24,7 @@ from typing import Optional
 
 import yaml
 
-from . import abi, cexpr, operators as pyops, structured as structured_mod
+from . import abi, cexpr, onnx as onnx_mod, operators as pyops, structured as structured_mod
 from .schema import FunctionSchema, SchemaError, parse_schema
 
 # dtype groups a pointwise entry may name in `dtypes:`
@@ -137,6 +137,7 @@ class Operator:
     alias_of: str = ""             # full name of the operator this one is another name for
     target: Optional["Operator"] = None   # (aliases) that operator, resolved by load_ops
     overloaded: bool = False       # its name has several entries (set by load_ops)
+    onnx: Optional[object] = None  # codegen/onnx.py: OnnxForm, the `onnx:` key (an alias: its target's)
 
     @property
     def name(self):
@@ -205,11 +206,11 @@ class Operator:
 _ENTRY_KEYS = ("func", "variants", "pointwise", "dtypes", "promotion", "composite", "kernel", "alias_of",
                "python_module", "doc", "differentiable", "tensor_scalars", "inplace_kernel", "operators",
                "check", "kernel_name", "dtype_errors", "out_dtype_error", "all_numbers", "structured", "out_overlap",
-               "out_cast_error")
+               "out_cast_error", "onnx")
 # keys an alias takes from its target instead
 _IMPL_KEYS = ("pointwise", "dtypes", "promotion", "composite", "kernel", "structured", "differentiable",
               "tensor_scalars", "inplace_kernel", "check", "kernel_name", "dtype_errors", "out_dtype_error",
-              "all_numbers", "out_overlap", "out_cast_error")
+              "all_numbers", "out_overlap", "out_cast_error", "onnx")
 # `composite: pytorchlite._composites.linalg.cross` names a function in a module
 _COMPOSITE_FN = re.compile(r"^pytorchlite\._composites\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -302,6 +303,7 @@ def _parse_entry(raw, file):
     if inplace_kernel and (kind != "kernel" or "inplace" not in variants):
         raise fail("'inplace_kernel' needs a kernel entry with an 'inplace' variant")
     python_operators = tuple(pyops.parse(e.pop("operators"), schema.name, fail)) if "operators" in e else ()
+    onnx = onnx_mod.parse(e.pop("onnx"), schema, fail) if "onnx" in e else None
 
     pointwise = composite = None
     composite_fn = ""
@@ -398,7 +400,7 @@ def _parse_entry(raw, file):
                     tensor_scalars=tuple(tensor_scalars), inplace_kernel=inplace_kernel,
                     python_operators=python_operators, structured=structured,
                     composite_fn=composite_fn, alias_of=alias_of, out_dtype_error=out_dtype_error,
-                    out_cast_error=out_cast_error, out_overlap=out_overlap)
+                    out_cast_error=out_cast_error, out_overlap=out_overlap, onnx=onnx)
 
 
 # `out_overlap:` values: what a write into out= or self (in place) refuses of an input

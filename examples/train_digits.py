@@ -6,11 +6,15 @@ layers with relu, a hand-written `LinearLayer` module holding its own Parameters
 (log-)softmax output.
 
     python examples/train_digits.py [--epochs 30] [--seed 0] [--threads 1] [--out examples/out]
+                                    [--export digits.onnx]
     python examples/train_digits.py --profile [--profile-steps 6]
 
 Prints a progress bar per epoch (loss, accuracy, samples/s), the held-out test accuracy,
 saves a checkpoint (model and optimizer state, safetensors format) and reloads it into a
-fresh model to check that it predicts the same, and writes a loss-curve PNG.
+fresh model to check that it predicts the same, and writes a loss-curve PNG. With
+`--export digits.onnx` it also writes the trained model as ONNX (a dynamic batch dimension)
+and, when onnxruntime is installed, runs the test images through it and checks that it
+predicts what pytorchlite does.
 
 With --profile it instead runs a few training steps under pytorchlite.profiler (one
 skipped, one of warm-up, the rest recorded), prints the operator table and writes the
@@ -120,6 +124,31 @@ def checkpoint_roundtrip(model, opt, x_test, y_test, path):
     return acc
 
 
+def export_onnx(model, x_test, y_test, path):
+    """Write `model` to `path` as ONNX (input "image" of shape (batch, 1, 8, 8), output
+    "log_probs"); with onnxruntime installed, run the test set through it and check it
+    against pytorchlite. Returns onnxruntime's test accuracy, or None without onnxruntime."""
+    model.eval()
+    torch.onnx.export(model, (x_test[:1],), path, input_names=["image"], output_names=["log_probs"],
+                      dynamic_axes={"image": {0: "batch"}, "log_probs": {0: "batch"}})
+    print(f"ONNX model written to {path} ({os.path.getsize(path) / 1024:.0f} KiB)")
+    try:
+        import onnxruntime
+    except ImportError:
+        print("onnxruntime is not installed: the ONNX model is not checked (pip install onnxruntime)")
+        return None
+    session = onnxruntime.InferenceSession(path, providers=["CPUExecutionProvider"])
+    got = session.run(None, {"image": x_test.numpy()})[0]
+    with torch.no_grad():
+        want = model(x_test).numpy()
+    diff = float(np.abs(got - want).max())
+    acc = float((got.argmax(1) == y_test.numpy()).mean())
+    print(f"onnxruntime: test accuracy {acc:.2%}, largest difference from pytorchlite {diff:.1e}")
+    if diff > 1e-4 or (got.argmax(1) != want.argmax(1)).any():
+        raise RuntimeError(f"the ONNX model differs from pytorchlite's (largest difference {diff:.1e})")
+    return acc
+
+
 def profile_steps(model, opt, loss_fn, x_train, y_train, batch_size, steps, out):
     """Profile `steps` training steps (after one skipped and one warm-up step) and write the
     trace and its pictures into `out`. Returns the paths written."""
@@ -157,6 +186,8 @@ def main(argv=None):
     # core. One thread is the fastest setting here; larger models want more.
     p.add_argument("--threads", type=int, default=1, help="intra-op threads (default 1)")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "out"))
+    p.add_argument("--export", metavar="PATH", default=None,
+                   help="also write the trained model as ONNX to PATH (checked in onnxruntime when installed)")
     p.add_argument("--profile", action="store_true",
                    help="profile a few training steps instead of training: write the trace and its pictures")
     p.add_argument("--profile-steps", type=int, default=4, help="steps recorded with --profile (default 4)")
@@ -203,6 +234,8 @@ def main(argv=None):
     reloaded_acc = checkpoint_roundtrip(model, opt, x_test, y_test, os.path.join(args.out, "digits_cnn.safetensors"))
     if reloaded_acc != test_acc:
         raise RuntimeError(f"the reloaded model scores {reloaded_acc:.4%}, the trained one {test_acc:.4%}")
+    if args.export:
+        export_onnx(model, x_test, y_test, args.export)
     try:
         import matplotlib
         matplotlib.use("Agg")

@@ -80,6 +80,7 @@ from pytorchlite.serialization import save, load  # noqa: E402,F401
 from pytorchlite import utils  # noqa: E402,F401
 from pytorchlite import jit  # noqa: E402,F401
 from pytorchlite.jit import compile  # noqa: E402,F401  (torch.compile's place)
+from pytorchlite import onnx  # noqa: E402,F401
 from pytorchlite import multiprocessing  # noqa: E402,F401  (registers the tensor reducers)
 from pytorchlite import distributed  # noqa: E402,F401
 from pytorchlite._core import broadcast_shapes as _bs

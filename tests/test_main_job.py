@@ -31,3 +31,17 @@ def test_checkpoint_roundtrip_of_an_untrained_model(tmp_path):
     # an untrained model reloads with its own (chance-level) accuracy: the roundtrip compares
     # against the saved weights, not against a fixed number
     assert mod.checkpoint_roundtrip(model, opt, x_test, y_test, path) == mod.accuracy(model, x_test, y_test)
+
+
+def test_export_writes_an_onnx_model_that_predicts_the_same(tmp_path, capsys):
+    pytest.importorskip("onnx")
+    path = tmp_path / "digits.onnx"
+    acc = load_example("train_digits").main(["--epochs", "1", "--out", str(tmp_path), "--export", str(path)])
+    out = capsys.readouterr().out
+    assert path.exists() and "ONNX model written to" in out
+    import onnx
+    proto = onnx.load(str(path))
+    onnx.checker.check_model(proto, full_check=True)
+    assert [i.name for i in proto.graph.input] == ["image"]
+    if "onnxruntime: test accuracy" in out:     # the example checks it when onnxruntime is there
+        assert f"onnxruntime: test accuracy {acc:.2%}" in out

@@ -71,6 +71,10 @@ def report(root):
     kernel_ops = kinds["kernel"] + kinds["structured"]
     print(f"operators: {len(ops)} ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))})")
     print(f"kernel operators by device: {', '.join(f'{d}: {n}' for d, n in sorted(devices.items()))}")
+    # getattr: the report also reads older trees, whose operators have no `onnx:` forms
+    with_onnx = sum(1 for op in ops if getattr(op.impl, "onnx", None) is not None)
+    print(f"operators with an ONNX form (`onnx:`): {with_onnx} of {len(ops)} "
+          "(`python -m codegen --onnx-report` lists the others)")
     kdir = os.path.join(root, "pytorchlite", "_kernels")
     total = 0
     for name in sorted(os.listdir(kdir)):
