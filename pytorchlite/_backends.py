@@ -54,6 +54,14 @@ class Backend:
         of `op` once dtypes are decided: the general path of pytorchlite/_pointwise.py."""
         raise self._missing("pointwise kernels")
 
+    def reduce(self, code, op, x, dims, keepdim, out_dtype, arg=0.0, aux_dtype=None, aux_in=None):
+        """Run the declared reduction `code` (generated/reductions.py) of `op` over `dims`
+        of x, a tensor of this device type, once PyTorch's checks have passed: the result in
+        `out_dtype` (keepdim or not), and the aux output of `aux_dtype` too when it is given
+        (max/min's indices, var_mean's mean); `aux_in` is an aux input in the keepdim shape
+        (logsumexp's shift). The device half of pytorchlite/_kernels/reduce.py's _launch."""
+        raise self._missing("reductions")
+
     def record_stream(self, tensor, stream):
         raise RuntimeError(f"record_stream() is not supported for {self.type} tensors")
 

@@ -19,10 +19,13 @@ stream bookkeeping, the tests themselves), never the GPU. What it does:
   the packed kernel parameters (cuLaunchKernel's `void **`) are exercised as given;
 * streams and events complete at once (work runs synchronously); elapsed_time is wall time.
 
-Kernels that need threads of a block to cooperate (`__shared__`, `__syncthreads`: the
-reductions of reduce.cu) cannot run this way and are refused with CUDA_ERROR_NOT_FOUND, as
-are the random fills of philox.cu (no operator launches them yet; their arithmetic is
-checked on the host by tests/cuda/test_philox_host.py).
+Kernels that need threads of a block to cooperate (`__shared__`, `__syncthreads`, warp
+shuffles: the `row` reductions of reduce.cu) cannot run this way: reduce.cu is built (the
+shim gives those intrinsics host stand-ins only so that it compiles), but its `_row`
+kernels are refused with CUDA_ERROR_NOT_FOUND, and the driver says so
+(`COOPERATIVE_BLOCKS = False`) so that the reduction planner gives it `col` kernels (a
+thread per output) only. The random fills of philox.cu are refused too (no operator
+launches them yet; their arithmetic is checked on the host by tests/cuda/test_philox_host.py).
 NVRTC still compiles every module for the reported architecture (sm_90), so the real
 compile path is exercised as well.
 
@@ -153,6 +156,10 @@ SHIM = r"""
 #define __launch_bounds__(...)
 struct ptl_emu_dim3 { unsigned x, y, z; };
 extern thread_local ptl_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+/* only so that reduce.cu's row kernels compile: the emulator never launches them */
+#define __shared__ static
+static inline void __syncthreads() {}
+template <typename T> static inline T __shfl_down_sync(unsigned, T v, int) { return v; }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
@@ -227,7 +234,7 @@ static void ptl_emu_launch(void (*f)(A...), void **args, unsigned gx, unsigned b
 """
 
 # the sources a launch can name, by kernel-name prefix (reduce.cu needs cooperating threads)
-EMULATED_SOURCES = ("fill_copy", "pointwise")
+EMULATED_SOURCES = ("fill_copy", "pointwise", "reduce")
 _RANDOM = ("ptl_cu_uniform_", "ptl_cu_normal_", "ptl_cu_exponential_", "ptl_cu_bernoulli_", "ptl_cu_integers_")
 
 
@@ -239,6 +246,11 @@ def source_for_kernel(name):
     if name.startswith(_RANDOM):
         return "philox"
     return "pointwise"
+
+
+def _needs_cooperation(name):
+    """Kernels whose block threads merge through shared memory and warp shuffles."""
+    return name.startswith("ptl_cu_red_") and name.rsplit("_", 1)[-1].startswith("row")
 
 
 def _compiler():
@@ -351,6 +363,7 @@ class Driver:
     CUmodule, CUfunction = CUmodule, CUfunction
     CUdevice_attribute, CUevent_flags, CUstream_flags = CUdevice_attribute, CUevent_flags, CUstream_flags
     emulated = True
+    COOPERATIVE_BLOCKS = False      # a block's threads run one after another (see the module doc)
 
     def __init__(self, capacity=None):
         if capacity is None:
@@ -551,7 +564,7 @@ class Driver:
             return (CUresult.CUDA_ERROR_INVALID_HANDLE, None)
         name = name.decode() if isinstance(name, bytes) else name
         source = source_for_kernel(name)
-        if source not in EMULATED_SOURCES:
+        if source not in EMULATED_SOURCES or _needs_cooperation(name):
             return (CUresult.CUDA_ERROR_NOT_FOUND, None)
         try:
             entry = getattr(self._lib(source), f"{name}__emu")
