@@ -411,6 +411,70 @@ class TestPointwise:
         check_cuda(lambda x: x.sin(), _sample("float64", (4097,)), label="odd size float64")
 
 
+# ---- reductions (ops.yaml `- reduction:` declarations, generated/reduce.cu) ---------------------------
+
+# (operator, call) over a 3-d input: full, one dim, several dims, keepdim, negative dims
+REDUCTION_CASES = [
+    ("sum", lambda x: x.sum()), ("sum", lambda x: x.sum(1)), ("sum", lambda x: x.sum((0, 2), keepdim=True)),
+    ("sum", lambda x: x.sum(-1, dtype=ptl.float64)),
+    ("prod", lambda x: x.prod(1)), ("mean", lambda x: x.mean((0, 1))), ("nansum", lambda x: x.nansum(0)),
+    ("nanmean", lambda x: x.nanmean(2)),
+    ("amax", lambda x: x.amax(1)), ("amin", lambda x: x.amin((0, 2), keepdim=True)),
+    ("max", lambda x: x.max()), ("max", lambda x: x.max(1)), ("min", lambda x: x.min(-1, keepdim=True)),
+    ("argmax", lambda x: x.argmax()), ("argmax", lambda x: x.argmax(2)), ("argmin", lambda x: x.argmin(0)),
+    ("aminmax", lambda x: ptl.aminmax(x, dim=1)),
+    ("var", lambda x: x.var(1)), ("std", lambda x: x.std((0, 2), correction=0)),
+    ("var_mean", lambda x: ptl.var_mean(x, 2)), ("std_mean", lambda x: ptl.std_mean(x, 0, keepdim=True)),
+    ("all", lambda x: x.all(1)), ("any", lambda x: x.any()), ("count_nonzero", lambda x: ptl.count_nonzero(x, 0)),
+    ("logsumexp", lambda x: x.logsumexp(1)), ("norm", lambda x: x.norm()), ("norm", lambda x: x.norm(1, dim=2)),
+    ("norm", lambda x: x.norm(float("inf"), dim=0)),
+]
+
+
+def _reduction_layouts(dtype):
+    """The same values contiguous, transposed, sliced with steps, and as a 0-size tensor."""
+    x = _sample(dtype, (4, 6, 5), 11)
+    return [("contiguous", x), ("transposed", x.transpose(0, 2)), ("stepped", x[:, ::2, 1:]),
+            ("empty", x[:, :0])]
+
+
+class TestReductions:
+    @pytest.mark.parametrize("case", range(len(REDUCTION_CASES)))
+    @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "bool"])
+    def test_against_the_cpu(self, case, dtype):
+        name, fn = REDUCTION_CASES[case]
+        needs_cuda(name)
+        for label, x in _reduction_layouts(dtype):
+            check_cuda(fn, x, label=f"{name} #{case}, {label}", **_tolerance(name, dtype))
+
+    def test_large_rows_and_columns(self):
+        # many reduced elements per output (row kernels on a GPU) and many outputs
+        needs_cuda("sum")
+        x = _sample("float32", (300, 700), 5)
+        check_cuda(lambda t: t.sum(1), x, label="rows", rtol=1e-4, atol=1e-3)
+        check_cuda(lambda t: t.sum(0), x, label="columns", rtol=1e-4, atol=1e-3)
+        check_cuda(lambda t: t.argmax(1), x, label="argmax rows")
+        check_cuda(lambda t: t.max(0), x, label="max columns")
+
+    def test_errors_match_the_cpu(self):
+        e = ptl.empty(0, 3)
+        check_cuda(lambda t: t.amax(0), e, label="no identity")
+        check_cuda(lambda t: t.max(), e, label="full max of empty")
+        check_cuda(lambda t: t.mean(), ptl.ones(3, dtype=ptl.int64), label="mean of integers")
+
+    def test_backward_through_reductions(self):
+        x0 = _sample("float64", (3, 4), 2)
+        for name, f in (("sum", lambda t: t.sum(1)), ("mean", lambda t: t.mean()),
+                        ("amax", lambda t: t.amax(0)), ("logsumexp", lambda t: t.logsumexp(1))):
+            needs_cuda(name)
+
+            def run(device):
+                x = x0.to(device).detach().requires_grad_(True)
+                f(x).sum().backward()
+                return x.grad
+            assert_same(run(CUDA), run("cpu"), f"gradient of {name}")
+
+
 # ---- autograd through CUDA pointwise operators -----------------------------------------------------
 
 class TestAutograd:
