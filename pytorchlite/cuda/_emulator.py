@@ -602,3 +602,100 @@ def driver():
         if _driver is None:
             _driver = Driver()
         return _driver
+
+
+# --- cuBLAS, for the emulator: NumPy over the emulated device memory ---------------------------------
+
+class Cublas:
+    """The cuBLAS calls pytorchlite.cuda._cublas makes, with cuBLAS's argument conventions
+    (column-major operands, ops, leading dimensions, batch strides, alpha and beta by
+    reference), computed with NumPy in the emulated device memory. It checks the host's
+    planning and pointers, not cuBLAS."""
+
+    _NP = {0: "float32", 1: "float64", 2: "float16", 14: "bfloat16"}
+
+    def __init__(self, drv):
+        self.d = drv
+        self.calls = []
+
+    def cublasCreate_v2(self, out):
+        out._obj.value = self.d._handle()
+        return 0
+
+    def cublasDestroy_v2(self, handle):
+        return 0
+
+    def cublasSetStream_v2(self, handle, stream):
+        return 0 if stream is None or int(stream) in self.d._streams else 1
+
+    def cublasSetMathMode(self, handle, mode):
+        return 0
+
+    def _matrix(self, ptr, dt, rows, cols, ld, op):
+        """op(X) of the column-major X (rows x cols of op(X); X itself is cols x rows for op T)."""
+        import numpy as np
+        r, c = (rows, cols) if op == 0 else (cols, rows)
+        if r == 0 or c == 0:
+            return np.zeros((rows, cols))
+        item = 2 if dt in (2, 14) else (4 if dt == 0 else 8)
+        nbytes = ((c - 1) * ld + r) * item
+        if not self.d._inside(ptr, nbytes):
+            raise RuntimeError(f"emulated cuBLAS: a {r}x{c} operand (ld {ld}) at {ptr:#x} is outside every allocation")
+        raw = (ctypes.c_char * nbytes).from_address(ptr)
+        base = np.frombuffer(raw, dtype={0: np.float32, 1: np.float64, 2: np.float16, 14: np.uint16}[dt])
+        x = np.lib.stride_tricks.as_strided(base, shape=(r, c), strides=(item, ld * item))
+        x = (x.astype(np.uint32) << 16).view(np.float32) if dt == 14 else x
+        x = x.astype(np.float64)
+        return x if op == 0 else x.T
+
+    def _store(self, ptr, dt, rows, cols, ld, values):
+        import numpy as np
+        item = 2 if dt in (2, 14) else (4 if dt == 0 else 8)
+        nbytes = ((cols - 1) * ld + rows) * item
+        raw = (ctypes.c_char * nbytes).from_address(ptr)
+        base = np.frombuffer(raw, dtype={0: np.float32, 1: np.float64, 2: np.float16, 14: np.uint16}[dt])
+        x = np.lib.stride_tricks.as_strided(base, shape=(rows, cols), strides=(item, ld * item), writeable=True)
+        if dt == 14:
+            f = values.astype(np.float32).view(np.uint32)
+            x[...] = ((f + 0x7FFF + ((f >> 16) & 1)) >> 16).astype(np.uint16)    # round to nearest even
+        else:
+            x[...] = values
+
+    def cublasGemmStridedBatchedEx(self, handle, ta, tb, m, n, k, alpha, a, at, lda, sa, b, bt, ldb, sb, beta,
+                                   c, ct, ldc, sc, batch, compute, algo):
+        if not (at == bt == ct and at in self._NP) or min(m, n, k, batch) < 0:
+            return 7    # CUBLAS_STATUS_INVALID_VALUE
+        if lda < max(1, m if ta == 0 else k) or ldb < max(1, k if tb == 0 else n) or ldc < max(1, m):
+            return 7
+        self.calls.append((ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, batch, compute))
+        al, be = alpha._obj.value, beta._obj.value
+        self.d._unprotect()
+        try:
+            for i in range(batch if m and n else 0):
+                prod = self._matrix(a + i * sa * self._item(at), at, m, k, lda, ta) @ \
+                    self._matrix(b + i * sb * self._item(bt), bt, k, n, ldb, tb)
+                cp = c + i * sc * self._item(ct)
+                out = al * prod
+                if be != 0:
+                    out = out + be * self._matrix(cp, ct, m, n, ldc, 0)
+                self._store(cp, ct, m, n, ldc, out)
+        finally:
+            self.d._reprotect()
+        return 0
+
+    @staticmethod
+    def _item(dt):
+        return 2 if dt in (2, 14) else (4 if dt == 0 else 8)
+
+
+_cublas = None
+
+
+def cublas():
+    """The emulated driver's cuBLAS."""
+    global _cublas
+    drv = driver()
+    with _driver_lock:
+        if _cublas is None:
+            _cublas = Cublas(drv)
+        return _cublas
