@@ -475,6 +475,66 @@ class TestReductions:
             assert_same(run(CUDA), run("cpu"), f"gradient of {name}")
 
 
+# ---- GEMM through cuBLAS (pytorchlite/cuda/_gemm.py) ------------------------------------------------
+
+GEMM_DTYPES = {"float32": (1e-4, 1e-4), "float64": (1e-10, 1e-10), "float16": (1e-2, 1e-2),
+               "bfloat16": (3e-2, 3e-2)}
+
+
+class TestGemm:
+    @pytest.mark.parametrize("dtype", list(GEMM_DTYPES))
+    def test_mm_every_layout(self, dtype):
+        needs_cuda("mm")
+        rtol, atol = GEMM_DTYPES[dtype]
+        a, b = _sample(dtype, (6, 9), 1), _sample(dtype, (9, 5), 2)
+        at, bt = _sample(dtype, (9, 6), 3).t(), _sample(dtype, (5, 9), 4).t()
+        for label, x, y in (("row-major", a, b), ("a transposed", at, b), ("b transposed", a, bt),
+                            ("both transposed", at, bt), ("stepped", a[:, ::3], b[::3]), ("offset", a[1:], b),
+                            ("empty k", a[:, :0], b[:0]), ("empty m", a[:0], b)):
+            check_cuda(ptl.mm, x, y, label=label, rtol=rtol, atol=atol)
+
+    @pytest.mark.parametrize("dtype", ["float32", "float16"])
+    def test_bmm_matmul_addmm_baddbmm(self, dtype):
+        for name in ("bmm", "matmul", "addmm", "baddbmm"):
+            needs_cuda(name)
+        rtol, atol = GEMM_DTYPES[dtype]
+        tol = dict(rtol=rtol, atol=atol)
+        s = lambda shape, seed: _sample(dtype, shape, seed)       # noqa: E731
+        check_cuda(ptl.bmm, s((3, 4, 5), 1), s((3, 5, 2), 2), **tol)
+        check_cuda(ptl.bmm, s((3, 5, 4), 1).transpose(1, 2), s((3, 5, 2), 2), label="transposed batch", **tol)
+        for x, y in (((2, 3, 4, 5), (3, 5, 6)), ((5,), (5,)), ((4, 5), (5,)), ((5,), (5, 4)), ((2, 4, 5), (5, 3)),
+                     ((4, 5), (3, 5, 2))):
+            check_cuda(ptl.matmul, s(x, 1), s(y, 2), label=f"{x} @ {y}", **tol)
+        check_cuda(lambda c, a, b: ptl.addmm(c, a, b, beta=0.5, alpha=2), s((4, 3), 3), s((4, 5), 4), s((5, 3), 5),
+                   **tol)
+        check_cuda(lambda c, a, b: ptl.addmm(c, a, b), s((3,), 3), s((4, 5), 4), s((5, 3), 5), label="broadcast",
+                   **tol)
+        check_cuda(lambda c, a, b: ptl.baddbmm(c, a, b, alpha=0.5), s((4, 3), 3), s((2, 4, 5), 4), s((2, 5, 3), 5),
+                   **tol)
+
+    def test_errors_match_the_cpu_and_integers_are_refused(self):
+        check_cuda(ptl.mm, ptl.ones(2, 3), ptl.ones(2, 3), label="shapes")
+        check_cuda(ptl.mm, ptl.ones(2, 3), ptl.ones(3, 2, dtype=ptl.float64), label="dtypes")
+        with pytest.raises(RuntimeError, match="not implemented for 'Int'"):
+            ptl.mm(ptl.ones(2, 2, dtype=ptl.int32).to(CUDA), ptl.ones(2, 2, dtype=ptl.int32).to(CUDA))
+
+    def test_linear_forward_and_backward(self):
+        needs_cuda("addmm")
+        lin = ptl.nn.Linear(7, 3)
+        x0 = _sample("float32", (5, 7), 6)
+
+        def run(device):
+            m = ptl.nn.Linear(7, 3)
+            m.load_state_dict(lin.state_dict())
+            m = m.to(device)
+            x = x0.to(device).requires_grad_(True)
+            y = m(x)
+            (y * y).sum().backward()
+            return y.detach(), x.grad, m.weight.grad, m.bias.grad
+        for g, c, what in zip(run(CUDA), run("cpu"), ("output", "input grad", "weight grad", "bias grad")):
+            assert_same(g, c, f"linear {what}", rtol=1e-4, atol=1e-4)
+
+
 # ---- autograd through CUDA pointwise operators -----------------------------------------------------
 
 class TestAutograd:
