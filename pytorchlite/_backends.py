@@ -62,6 +62,14 @@ class Backend:
         (logsumexp's shift). The device half of pytorchlite/_kernels/reduce.py's _launch."""
         raise self._missing("reductions")
 
+    def convolution(self, which, geometry, a, b, bias, out):
+        """One of the core convolution's products into `out` (a contiguous tensor of this
+        device type), as kernels/nn.c's ptl_conv2d computes them for the CPU: `which` 0
+        the convolution of a by weight b (+ bias), 1 its input gradient from (grad_y a,
+        weight b), 2 its weight gradient from (x a, grad_y b), 3 the input gradient + bias
+        (a transposed convolution); `geometry` is ptl_conv2d's int64 array."""
+        raise self._missing("convolution")
+
     def record_stream(self, tensor, stream):
         raise RuntimeError(f"record_stream() is not supported for {self.type} tensors")
 

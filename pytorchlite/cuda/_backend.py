@@ -51,6 +51,12 @@ class CudaBackend(_backends.Backend):
         from pytorchlite.cuda import _reduce
         return _reduce.run(code, x, dims, keepdim, out_dtype, arg, aux_dtype, aux_in, op=op)
 
+    def convolution(self, which, geometry, a, b, bias, out):
+        # im2col / col2im around cuBLAS GEMMs
+        self.lazy_init()
+        from pytorchlite.cuda import _conv
+        _conv.core(which, geometry, a, b, bias, out)
+
     def record_stream(self, tensor, stream):
         from pytorchlite import cuda
         cuda._record_stream(tensor, stream)

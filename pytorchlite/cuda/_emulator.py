@@ -234,7 +234,9 @@ static void ptl_emu_launch(void (*f)(A...), void **args, unsigned gx, unsigned b
 """
 
 # the sources a launch can name, by kernel-name prefix (reduce.cu needs cooperating threads)
-EMULATED_SOURCES = ("fill_copy", "pointwise", "reduce")
+EMULATED_SOURCES = ("fill_copy", "pointwise", "reduce", "nn")
+_NN = ("ptl_cu_softmax_", "ptl_cu_nll_", "ptl_cu_maxpool2d_", "ptl_cu_im2col_", "ptl_cu_col2im_",
+       "ptl_cu_channel_bias_")
 _RANDOM = ("ptl_cu_uniform_", "ptl_cu_normal_", "ptl_cu_exponential_", "ptl_cu_bernoulli_", "ptl_cu_integers_")
 
 
@@ -245,6 +247,8 @@ def source_for_kernel(name):
         return "reduce"
     if name.startswith(_RANDOM):
         return "philox"
+    if name.startswith(_NN):
+        return "nn"
     return "pointwise"
 
 
