@@ -1,5 +1,5 @@
 """The operator families of tests/cuda/test_gpu.py that this session's work added
-(reductions, cuBLAS GEMM, the row kernels), run on the CPU emulator (PTL_CUDA_EMULATOR=1)
+(reductions, cuBLAS GEMM, the nn kernels and the digits CNN), run on the CPU emulator (PTL_CUDA_EMULATOR=1)
 in a subprocess: the host side of each CUDA path (the registry hooks, planners, argument
 packing, cuBLAS's column-major arguments) against the CPU results. Proves nothing about a
 GPU (pytorchlite/cuda/_emulator.py says what it does and does not check)."""
@@ -14,7 +14,7 @@ import pytest
 from pytorchlite.cuda import _nvrtc
 
 ROOT = _nvrtc.ROOT
-FAMILIES = "TestReductions or TestGemm"
+FAMILIES = "TestReductions or TestGemm or TestNN"
 
 
 def _nvrtc_ok():

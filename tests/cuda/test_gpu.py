@@ -535,6 +535,133 @@ class TestGemm:
             assert_same(g, c, f"linear {what}", rtol=1e-4, atol=1e-4)
 
 
+# ---- nn kernels (kernels/cuda/nn.cu: softmax, nll_loss, max_pool2d, convolution) ------------------
+
+def _forward_backward(fn, *inputs):
+    """fn on the inputs (float tensors require grad), and the gradients of a weighted sum
+    of its result (the weights make every output's gradient different)."""
+    def run(device):
+        args = [x.to(device).detach().requires_grad_(x.dtype.is_floating_point) if isinstance(x, ptl.Tensor)
+                else x for x in inputs]
+        y = fn(*args)
+        w = ptl.arange(y.numel(), dtype=y.dtype).reshape(y.shape).sin().to(device)
+        (y * w).sum().backward()
+        return [y.detach()] + [a.grad for a in args if isinstance(a, ptl.Tensor) and a.requires_grad]
+    return run(CUDA), run("cpu")
+
+
+def check_forward_backward(label, fn, *inputs, rtol=1e-4, atol=1e-5):
+    got, want = _forward_backward(fn, *inputs)
+    names = ["output"] + [f"gradient {k}" for k in range(len(want) - 1)]
+    for g, w, what in zip(got, want, names):
+        assert_same(g, w, f"{label}: {what}", rtol, atol)
+
+
+NNF = ptl.nn.functional
+
+
+class TestNN:
+    @pytest.mark.parametrize("dtype", ["float32", "float64"])
+    def test_softmax_rows(self, dtype):
+        for name in ("_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data"):
+            needs_cuda(name)
+        x = _sample(dtype, (4, 5, 3), 1)
+        for dim in (0, 1, -1):
+            check_forward_backward(f"softmax dim {dim}", lambda t: NNF.softmax(t, dim), x)
+            check_forward_backward(f"log_softmax dim {dim}", lambda t: NNF.log_softmax(t, dim), x)
+        check_forward_backward("softmax of a transposed input", lambda t: NNF.softmax(t.t(), 1), x[:, :, 0])
+        check_forward_backward("empty rows", lambda t: NNF.softmax(t, 1), x[:0])
+
+    def test_softmax_half_precision(self):
+        x = _sample("float16", (3, 7), 2)
+        check_cuda(lambda t: NNF.softmax(t, 1), x, rtol=1e-3, atol=1e-3)
+        check_cuda(lambda t: NNF.log_softmax(t, 0), x, rtol=1e-3, atol=1e-3)
+
+    def test_nll_loss_and_cross_entropy(self):
+        for name in ("nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward", "nll_loss2d_backward"):
+            needs_cuda(name)
+        x = _sample("float32", (6, 5), 3)
+        t = ptl.tensor([1, 0, 4, 2, 2, 3])
+        w = _sample("float32", (5,), 4).abs()
+        for reduction in ("mean", "sum", "none"):
+            check_forward_backward(f"nll {reduction}", lambda a, b: NNF.nll_loss(a, b, reduction=reduction), x, t)
+            # (a weight that requires grad takes nn.functional's composite path: boolean masks)
+            check_forward_backward(f"weighted nll {reduction}",
+                                   lambda a, b: NNF.nll_loss(a, b, weight=w.to(a.device), reduction=reduction), x, t)
+            check_forward_backward(f"nll ignore {reduction}",
+                                   lambda a, b: NNF.nll_loss(a, b, ignore_index=2, reduction=reduction), x, t)
+        check_forward_backward("cross_entropy", lambda a, b: NNF.cross_entropy(a, b), x, t)
+        check_forward_backward("cross_entropy smoothing", lambda a, b: NNF.cross_entropy(a, b, label_smoothing=0.1),
+                               x, t)
+        t2 = ptl.tensor([[[0, 1], [2, 1]], [[1, 1], [0, 2]]])
+        check_forward_backward("nll2d", lambda a, b: NNF.nll_loss(a, b), _sample("float64", (2, 3, 2, 2), 5), t2)
+        check_cuda(lambda a, b: NNF.nll_loss(a, b), x, ptl.tensor([1, 0, 7, 2, 2, 3]), label="target out of range")
+        check_cuda(lambda a, b: NNF.nll_loss(a, b), x, t[:3], label="size mismatch")
+
+    def test_max_pool2d(self):
+        for name in ("max_pool2d_with_indices", "max_pool2d_with_indices_backward"):
+            needs_cuda(name)
+        x = _sample("float32", (2, 3, 7, 6), 6)
+        for kw in (dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                   dict(kernel_size=2, stride=1, dilation=2, ceil_mode=True), dict(kernel_size=(3, 2), stride=(1, 2))):
+            check_forward_backward(f"max_pool2d {kw}", lambda t: NNF.max_pool2d(t, **kw), x)
+            check_cuda(lambda t: NNF.max_pool2d(t, return_indices=True, **kw)[1], x, label=f"indices {kw}")
+        check_forward_backward("3-d input", lambda t: NNF.max_pool2d(t, 2), x[0])
+        check_cuda(lambda t: NNF.max_pool2d(t, 2), _sample("float16", (1, 2, 4, 4), 7), label="float16")
+        check_cuda(lambda t: NNF.max_pool2d(t, 9), x, label="output too small")
+
+    def test_convolution(self):
+        needs_cuda("convolution")
+        needs_cuda("convolution_backward")
+        x, w, b = _sample("float32", (2, 4, 7, 6), 8), _sample("float32", (6, 4, 3, 3), 9), _sample("float32", (6,), 10)
+        tol = dict(rtol=1e-4, atol=1e-4)
+        check_forward_backward("conv2d", lambda a, c, d: NNF.conv2d(a, c, d, padding=1), x, w, b, **tol)
+        check_forward_backward("strided dilated", lambda a, c: NNF.conv2d(a, c, stride=2, dilation=2, padding=2),
+                               x, w, **tol)
+        check_forward_backward("groups", lambda a, c, d: NNF.conv2d(a, c, d, groups=2), x,
+                               _sample("float32", (6, 2, 3, 2), 11), b, **tol)
+        check_forward_backward("conv1d", lambda a, c, d: NNF.conv1d(a, c, d, padding=1),
+                               _sample("float32", (2, 3, 9), 12), _sample("float32", (4, 3, 3), 13),
+                               _sample("float32", (4,), 14), **tol)
+        check_forward_backward("conv_transpose2d", lambda a, c, d: NNF.conv_transpose2d(a, c, d, stride=2, padding=1),
+                               _sample("float32", (2, 3, 4, 4), 15), _sample("float32", (3, 5, 3, 3), 16),
+                               _sample("float32", (5,), 17), **tol)
+        check_forward_backward("float64", lambda a, c: NNF.conv2d(a, c), x.double(), w.double(), rtol=1e-10,
+                               atol=1e-10)
+        check_cuda(lambda a, c: NNF.conv2d(a, c), x, _sample("float32", (6, 3, 3, 3), 9), label="channel mismatch")
+
+    def test_digits_cnn_steps_match_the_cpu(self):
+        """Three Adam steps of examples/train_digits.py's CNN on CUDA and on the CPU from the
+        same weights and batches: the losses and the final weights agree."""
+        sys.path.insert(0, os.path.join(ROOT, "examples"))
+        try:
+            from train_digits import CNN
+        finally:
+            sys.path.pop(0)
+        ptl.manual_seed(0)
+        ref = CNN()
+        xs = [_sample("float32", (16, 1, 8, 8), 20 + i) for i in range(3)]
+        ys = [ptl.tensor(np.random.default_rng(30 + i).integers(0, 10, 16)) for i in range(3)]
+
+        def train(device):
+            m = CNN()
+            m.load_state_dict(ref.state_dict())
+            m = m.to(device)
+            opt = ptl.optim.Adam(m.parameters(), lr=2e-3)
+            losses = []
+            for x, y in zip(xs, ys):
+                loss = NNF.nll_loss(m(x.to(device)), y.to(device))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+            return losses, {k: v.detach().cpu() for k, v in m.state_dict().items()}
+        (lg, wg), (lc, wc) = train(CUDA), train("cpu")
+        np.testing.assert_allclose(lg, lc, rtol=1e-4, atol=1e-5)
+        for k in wc:
+            np.testing.assert_allclose(wg[k].numpy(), wc[k].numpy(), rtol=1e-3, atol=1e-4, err_msg=k)
+
+
 # ---- autograd through CUDA pointwise operators -----------------------------------------------------
 
 class TestAutograd:
