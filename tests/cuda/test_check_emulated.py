@@ -30,7 +30,7 @@ def test_check_runs_on_the_emulator(tmp_path):
     out = tmp_path / "report.md"
     env = dict(os.environ, PTL_CUDA_EMULATOR="1")
     r = subprocess.run([sys.executable, os.path.join("pytorchlite", "cuda", "check.py"), "--out", str(out),
-                        "--skip-build", "--no-bench", "--budget", "900", "-k", "TestCopies and not current_device"],
+                        "--skip-build", "--no-bench", "--no-digits", "--budget", "900", "-k", "TestCopies and not current_device"],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
     report = json.loads((tmp_path / "report.json").read_text())
     sections = {s["name"]: s for s in report["sections"]}
