@@ -108,7 +108,9 @@ def core(which, g, a, b, bias, out):
         for grp in range(groups):
             _gemm.gemm("convolution", _rows(w2, grp * og, og), _rows(cols, grp * k, k), _rows(y, grp * og, og))
         from pytorchlite._core import copy_into
-        copy_into(_view(out, (o, n, length), (length, o * length, 1)), _view(y, (o, n, length), (n * length, length, 1)))
+        # the GEMM wrote (O, N, L); the output is (N, O, L)
+        copy_into(_view(out, (o, n, length), (length, o * length, 1)),
+                  _view(y, (o, n, length), (n * length, length, 1)))
         _add_bias(out, bias)
     elif which in (1, 3):
         _input_gradient(g, a, b, out)
