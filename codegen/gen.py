@@ -379,6 +379,9 @@ def _bindings(op, deriv=None):
             pyname = op.method_pyname
         else:
             pyname = op.function_pyname
+        # the profiler's and the tracer's view of the call (pytorchlite/_intercept.py):
+        # the arguments as checked, before forward AD, autograd and the kernel
+        lines.append(f"if _ix.on and _ix.claim(): return _ix.call(_IX_{pyname}, ({''.join(v + ', ' for v in argvars + (['out'] if with_out else []))}))")
         if deriv is not None:
             lines.extend(forward_lines(deriv, op, var_of, f"_G.{pyname}({_call_args(op, method, with_out)})",
                                        mutates, with_out))
@@ -459,7 +462,11 @@ def _bindings(op, deriv=None):
             lines.append(_finish(name, inplace, with_out, target, written))
         doc = _doc_literal(op, public) if not method else ""
         form = "inplace" if inplace else ("method" if method else "function")
-        out.append(Binding(pyname, sig, lines, doc, op=op, form=form, varargs=varargs, with_out=with_out))
+        b = Binding(pyname, sig, lines, doc, op=op, form=form, varargs=varargs, with_out=with_out)
+        names = argvars + (["out"] if with_out else [])
+        b.site = (f"_ix.Site({name!r}, {(op.schema.overload or '')!r}, {form!r}, "
+                  f"({''.join(repr(n) + ', ' for n in names)}), {pyname})")
+        out.append(b)
     return out
 
 

@@ -71,6 +71,7 @@ from pytorchlite.autograd.grad_mode import (  # noqa: E402,F401
 )
 from pytorchlite import linalg  # noqa: E402,F401
 from pytorchlite import nn  # noqa: E402,F401
+from pytorchlite import profiler  # noqa: E402,F401
 from pytorchlite import optim  # noqa: E402,F401
 from pytorchlite import return_types  # noqa: E402,F401
 from pytorchlite import memory  # noqa: E402,F401

@@ -132,6 +132,17 @@ def accumulate(var, g, _steal_refs=4):
 
 # --- the engine -----------------------------------------------------------------------------
 
+# An object with node_begin(node) -> token and node_end(node, token), told about every
+# node the engine runs (the profiler's hook; PyTorch's RecordFunction around
+# evaluate_function). The engine never imports the profiler: it registers itself here.
+_node_observer = None
+
+
+def set_node_observer(observer):
+    """Install (or with None remove) the observer of the nodes the engine runs."""
+    global _node_observer
+    _node_observer = observer
+
 def _tensor_pre_hooks(node, buf):
     """Tensor hooks registered on the outputs this node differentiates (for a leaf: on the
     leaf), then retain_grad, which always sees the final gradient."""
@@ -288,6 +299,7 @@ def execute(root_edges, root_grads, keep_graph, create_graph, capture=None, accu
 
     prev_mode = grad_mode._state.grad
     grad_mode._state.grad = create_graph
+    obs = _node_observer
     try:
         buffers = {}
         ready = []
@@ -307,12 +319,16 @@ def execute(root_edges, root_grads, keep_graph, create_graph, capture=None, accu
                             results[s] = buf[nr]
                 if node not in needed and node not in accumulate_leaves:
                     continue
+            if obs is not None:
+                tok = obs.node_begin(node)
             if type(node) is AccumulateGrad:
                 g = buf[0]
                 del buf
                 if g is not None:
                     accumulate(node.variable, g)
                     del g
+                if obs is not None:
+                    obs.node_end(node, tok)
                 continue
             nxt = node._next
             if filt is None:
@@ -326,6 +342,8 @@ def execute(root_edges, root_grads, keep_graph, create_graph, capture=None, accu
                 if len(outs) != len(nxt):
                     _validate(node, outs)           # raises the count error
             del buf
+            if obs is not None:
+                obs.node_end(node, tok)
             if not keep_graph:
                 node.release_variables()
             for i, e in enumerate(nxt):

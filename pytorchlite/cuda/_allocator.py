@@ -54,6 +54,11 @@ ROUND_LARGE = 2 << 20           # bigger segments are rounded up to this
 
 NO_CACHING_ENV = "PYTORCHLITE_NO_CUDA_MEMORY_CACHING"
 
+# The profiler's hook: an object with cuda_alloc(allocator, block, device_call) and
+# cuda_free(allocator, block), told about every block handed out and given back (None:
+# nothing is told; the profiler sets it, this module never imports the profiler).
+observer = None
+
 
 class OutOfMemoryError(RuntimeError):
     """Raised when the device has no memory left for a request, even after the cache was
@@ -425,6 +430,7 @@ class CachingAllocator:
         rounded = round_size(size)
         pool = self.small if rounded <= SMALL_SIZE else self.large
         block = pool.best_fit(stream, rounded) if self.caching else None
+        device_call = block is None
         if block is not None:
             pool.remove(block)
         else:
@@ -437,7 +443,10 @@ class CachingAllocator:
             if block is None:
                 self.stats.num_ooms += 1
                 raise OutOfMemoryError(self._oom_message(alloc))
-        return self._alloc_found_block(block, rounded, size)
+        block = self._alloc_found_block(block, rounded, size)
+        if observer is not None:
+            observer.cuda_alloc(self, block, device_call)
+        return block
 
     def _alloc_block(self, pool, stream, size, retry):
         if retry:
@@ -517,6 +526,8 @@ class CachingAllocator:
         block.allocated = False
         self.stats.update("allocation", block.pool, -1)
         self.stats.update("allocated_bytes", block.pool, -block.size)
+        if observer is not None:
+            observer.cuda_free(self, block)
         if block.stream_uses:
             self._insert_events(block)
         else:

@@ -34,6 +34,11 @@ BLOCKS_PER_SM = 32              # grid-stride loops: more blocks than this buys 
 
 DEBUG_ENV = "PTL_CUDA_LAUNCH_BLOCKING"
 
+# The profiler's hook: an object with kernel_begin(launcher, kernel, stream) -> token and
+# kernel_end(launcher, kernel, stream, token) around every launch (it records CUDA events
+# on the stream); None costs one test per launch. Set by pytorchlite.profiler.
+observer = None
+
 # dtype code -> kernel-name suffix and itemsize (codegen/abi.py)
 SUFFIX = _abi.SUFFIX
 ITEMSIZE = tuple(size for _code, size, _sfx in _abi.DTYPES.values())
@@ -238,7 +243,12 @@ class DeviceKernels:
         self.last_args = args     # cuLaunchKernel copies them; kept only for inspection
         self.make_current()
         hstream = self.d.CUstream(stream)
+        obs = observer
+        if obs is not None:
+            tok = obs.kernel_begin(self, kernel, stream)
         res = self.d.cuLaunchKernel(fn, grid, 1, 1, BLOCK, 1, 1, 0, hstream, args.ptr_array, 0)
+        if obs is not None:
+            obs.kernel_end(self, kernel, stream, tok)
         err = res[0] if isinstance(res, tuple) else res
         if int(err) != 0:
             raise RuntimeError(f"CUDA error launching {op_name}() (kernel {kernel}, grid {grid}x{BLOCK}) on "

@@ -163,9 +163,12 @@ def compile_text(src, arch, name="kernel.cu", extra=()):
         (cerr,) = mod.nvrtcCompileProgram(prog, len(opts), opts)
         err, size = mod.nvrtcGetProgramLogSize(prog)
         _check(err, "nvrtcGetProgramLogSize")
-        buf = b" " * size
+        # NVRTC writes into these buffers: fresh bytearrays, never `b" " * size`, which for
+        # size 1 (an empty log) is CPython's shared one-byte b" " object: writing its NUL
+        # there changed every b" " (and str " " derived from it) in the process
+        buf = bytearray(size)
         (err,) = mod.nvrtcGetProgramLog(prog, buf)
-        log = buf.rstrip(b"\0").decode(errors="replace").strip()
+        log = bytes(buf).rstrip(b"\0").decode(errors="replace").strip()
         if int(cerr) != 0:
             raise NvrtcError(f"{name} ({arch}) does not compile:\n{log}")
         if log:
@@ -173,13 +176,13 @@ def compile_text(src, arch, name="kernel.cu", extra=()):
         if arch.startswith("compute_"):
             err, size = mod.nvrtcGetPTXSize(prog)
             _check(err, "nvrtcGetPTXSize")
-            out = b" " * size
+            out = bytearray(size)
             (err,) = mod.nvrtcGetPTX(prog, out)
             _check(err, "nvrtcGetPTX")
         else:
             err, size = mod.nvrtcGetCUBINSize(prog)
             _check(err, "nvrtcGetCUBINSize")
-            out = b" " * size
+            out = bytearray(size)
             (err,) = mod.nvrtcGetCUBIN(prog, out)
             _check(err, "nvrtcGetCUBIN")
         return bytes(out), log

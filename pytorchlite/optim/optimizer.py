@@ -1,9 +1,11 @@
 """The Optimizer base: parameter groups, per-parameter state, zero_grad, state dicts."""
 
 import copy
+import functools
 from collections import defaultdict
 
 import pytorchlite
+from pytorchlite.profiler import _recorder
 
 
 class _Required:
@@ -14,7 +16,26 @@ class _Required:
 required = _Required()
 
 
+def _profile_hook_step(step):
+    """step() shows in a profile as `Optimizer.step#<class>.step`, as PyTorch names it
+    (one global test when no profiler records)."""
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        if _recorder._active is None:
+            return step(self, *args, **kwargs)
+        with _recorder.record_function(f"Optimizer.step#{type(self).__name__}.step"):
+            return step(self, *args, **kwargs)
+    wrapper._profile_hooked = True
+    return wrapper
+
+
 class Optimizer:
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_profile_hooked", False):
+            cls.step = _profile_hook_step(step)
+
     def __init__(self, params, defaults):
         self.defaults = defaults
         self.state = defaultdict(dict)

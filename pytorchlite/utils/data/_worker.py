@@ -5,6 +5,7 @@ import os
 import queue
 import random
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -176,6 +177,7 @@ def worker_loop(is_iterable, dataset, index_queue, result_queue, done_event, aut
             if done_event.is_set() or ended:
                 continue
             idx, index = r
+            t0 = time.perf_counter_ns()    # the fetch's span goes back with the batch (for a profiler)
             if init_error is not None:
                 data, init_error = init_error, None
             else:
@@ -198,7 +200,7 @@ def worker_loop(is_iterable, dataset, index_queue, result_queue, done_event, aut
             except Exception:
                 result_queue.put((idx, ExceptionWrapper(sys.exc_info(), where + " (sending the batch)")))
                 continue
-            result_queue.put((idx, payload))
+            result_queue.put((idx, payload, (worker_id, os.getpid(), t0, time.perf_counter_ns())))
     except KeyboardInterrupt:
         pass  # the main process handles Ctrl-C and shuts the workers down
     if done_event.is_set():

@@ -10,6 +10,7 @@ import warnings
 import weakref
 
 import pytorchlite
+from pytorchlite.profiler import _recorder
 from pytorchlite.utils.data import _shm, _worker
 from pytorchlite.utils.data._collate import default_collate, default_convert
 from pytorchlite.utils.data.dataset import IterableDataset
@@ -176,6 +177,13 @@ class _BaseIter:
     def __iter__(self):
         return self
 
+    def __next__(self):
+        # a fetch shows in a profile under PyTorch's name for it
+        if _recorder._active is None:
+            return self._next_data()
+        with _recorder.record_function(self._profile_name):
+            return self._next_data()
+
     def _next_index(self):
         return next(self._sampler_iter)
 
@@ -188,12 +196,14 @@ def _draw_seed(generator):
 
 
 class _SingleProcessIter(_BaseIter):
+    _profile_name = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
     def __init__(self, loader):
         super().__init__(loader)
         self._fetcher = _worker.make_fetcher(self._is_iterable, self._dataset, self._auto_collation,
                                              self._collate_fn, self._drop_last)
 
-    def __next__(self):
+    def _next_data(self):
         index = self._next_index()
         data = self._fetcher.fetch(index)
         self._num_yielded += 1
@@ -203,6 +213,8 @@ class _SingleProcessIter(_BaseIter):
 class _MultiProcessIter(_BaseIter):
     """Hands index batches to the workers round-robin, at most prefetch_factor per worker
     in flight, and returns results in the order the indices were drawn."""
+
+    _profile_name = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 
     def __init__(self, loader):
         super().__init__(loader)
@@ -282,7 +294,7 @@ class _MultiProcessIter(_BaseIter):
                     raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds")
                 wait = min(wait, left)
             try:
-                idx, data = self._result_queue.get(timeout=wait)
+                item = self._result_queue.get(timeout=wait)
             except queue.Empty:
                 dead = [(i, w) for i, w in enumerate(self._workers) if not w.is_alive()]
                 if dead:
@@ -291,11 +303,16 @@ class _MultiProcessIter(_BaseIter):
                     desc = "; ".join(f"worker {i} (pid {w.pid}) exited with code {w.exitcode}" for i, w in dead)
                     raise RuntimeError(f"DataLoader worker (pid(s) {pids}) exited unexpectedly: {desc}") from None
                 continue
+            idx, data = item[0], item[1]
+            if len(item) > 2:           # a batch, with its worker's (id, pid, start, end) of the fetch
+                rec = _recorder._active
+                if rec is not None:
+                    rec.worker_span(*item[2])
             if isinstance(data, tuple):
                 data = _shm.decode(data)
             return idx, data
 
-    def __next__(self):
+    def _next_data(self):
         while True:
             while self._rcvd_idx < self._send_idx:
                 info = self._task_info[self._rcvd_idx]
