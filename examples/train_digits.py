@@ -177,7 +177,8 @@ def main(argv=None):
           "parameters")
 
     if args.profile:
-        return profile_steps(model, opt, loss_fn, x_train, y_train, args.batch_size, args.profile_steps, args.out)
+        return profile_steps(model, opt, loss_fn, x_train.to(args.device), y_train.to(args.device), args.batch_size,
+                             args.profile_steps, args.out)
 
     n = len(x_train)
     history = []
