@@ -62,8 +62,11 @@ def gemm(op, a, b, c, alpha=1.0, beta=0.0):
             c = _contiguous(c)      # (holds c's values: beta may read them)
         p, copy = _cublas.plan_gemm(batch, m, n, k, _strides3(a), _strides3(b), _strides3(c))
         assert not copy, copy
-    from pytorchlite.cuda import _runtime
+    from pytorchlite.cuda import _launch, _runtime
     index = c._device.index or 0
+    # cuBLAS works in the context current on this thread: the device's primary context,
+    # which the kernels use as well
+    _launch.kernels_for(index).make_current()
     handles = _library()
     h = handles.get(index, _runtime.current_stream_handle(index))
     _cublas.gemm(handles.lib, h, name, p, _ptr(a), _ptr(b), _ptr(c), alpha, beta)
