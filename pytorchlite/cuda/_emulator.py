@@ -12,12 +12,14 @@ stream bookkeeping, the tests themselves), never the GPU. What it does:
   tensor, a NumPy view of one) dies of SIGSEGV here as it would on a real GPU; every
   memcpy is checked to lie inside one allocation, and the device has a fixed capacity so
   out-of-memory is real;
-* the kernels are the real sources (generated/pointwise.cu, kernels/cuda/fill_copy.cu)
-  compiled for the host with g++ through a small shim (`__global__` is
-  nothing, `threadIdx` / `blockIdx` are thread-local, float16 converts in software), and
+* the kernels are the real sources (generated/pointwise.cu and reduce.cu,
+  kernels/cuda/fill_copy.cu and nn.cu) compiled for the host with g++ through a small
+  shim (`__global__` is nothing, `threadIdx` / `blockIdx` are thread-local, float16 converts in software), and
   a launch runs every (block, thread) of the grid in turn, so the grid-stride loops and
   the packed kernel parameters (cuLaunchKernel's `void **`) are exercised as given;
-* streams and events complete at once (work runs synchronously); elapsed_time is wall time.
+* streams and events complete at once (work runs synchronously); elapsed_time is wall time;
+* cuBLAS is `Cublas` below: NumPy products over the emulated memory, with cuBLAS's
+  column-major arguments (it checks pytorchlite's planning, not cuBLAS).
 
 Kernels that need threads of a block to cooperate (`__shared__`, `__syncthreads`, warp
 shuffles: the `row` reductions of reduce.cu) cannot run this way: reduce.cu is built (the
