@@ -14,9 +14,10 @@ stream bookkeeping, the tests themselves), never the GPU. What it does:
   out-of-memory is real;
 * the kernels are the real sources (generated/pointwise.cu and reduce.cu,
   kernels/cuda/fill_copy.cu and nn.cu) compiled for the host with g++ through a small
-  shim (`__global__` is nothing, `threadIdx` / `blockIdx` are thread-local, float16 converts in software), and
-  a launch runs every (block, thread) of the grid in turn, so the grid-stride loops and
-  the packed kernel parameters (cuLaunchKernel's `void **`) are exercised as given;
+  shim (`__global__` is nothing, `threadIdx` / `blockIdx` are thread-local, float16
+  converts in software), and a launch runs every (block, thread) of the grid in turn, so
+  the grid-stride loops and the packed kernel parameters (cuLaunchKernel's `void **`) are
+  exercised as given;
 * streams and events complete at once (work runs synchronously); elapsed_time is wall time;
 * cuBLAS is `Cublas` below: NumPy products over the emulated memory, with cuBLAS's
   column-major arguments (it checks pytorchlite's planning, not cuBLAS).
