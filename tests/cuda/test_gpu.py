@@ -934,4 +934,4 @@ class TestCoverage:
 
 def op_dtypes(op):
     from pytorchlite.generated import dispatch
-    return getattr(dispatch, f"OP_{op.name}").dtypes
+    return getattr(dispatch, f"OP_{op.ident}").dtypes      # (an overload: OP_<name>_<overload>)
