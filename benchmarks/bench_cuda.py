@@ -1,7 +1,8 @@
 """GPU micro-benchmarks, side by side with PyTorch's CUDA build in the same process:
-large pointwise bandwidth (GB/s and the fraction of the card's peak), `a + b` on a small
-tensor (host time per call), host <-> device copies from pageable memory, and a
-device-to-device copy.
+large pointwise bandwidth (GB/s and the fraction of the card's peak), reductions, float32
+and bfloat16 GEMM (TFLOP/s, cuBLAS in both), an MLP and the digits CNN training step,
+`a + b` on a small tensor (host time per call), host <-> device copies from pageable
+memory, and a device-to-device copy.
 
     python benchmarks/bench_cuda.py [--json PATH] [--quick]
 
@@ -63,6 +64,34 @@ def _wall_ms(fn, sync, iters):
     return _wall_s(fn, sync, iters, 1) * 1e3
 
 
+def _mlp(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+
+
+def _cnn(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, padding=1),
+                         nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(128, 10))
+
+
+def _train_step(lib, model, batch, opt):
+    """One step's closure for `lib` (pytorchlite or torch) on CUDA: forward, cross
+    entropy, backward, optimizer step."""
+    model = model.to("cuda")
+    x = lib.randn(*batch).to("cuda")
+    y = lib.randint(0, 10, (batch[0],)).to("cuda")
+    o = (lib.optim.SGD(model.parameters(), lr=0.01) if opt == "sgd" else
+         lib.optim.Adam(model.parameters(), lr=1e-3))
+
+    def step():
+        loss = lib.nn.functional.cross_entropy(model(x), y)
+        o.zero_grad()
+        loss.backward()
+        o.step()
+    return step
+
+
 def run(quick=False):
     import pytorchlite as ptl
     try:
@@ -107,6 +136,40 @@ def run(quick=False):
                                                            if torch else None)
     bandwidth("a.t() + 1 (strided kernel)", 2 * n * 4, lambda: at + 1, (lambda: tat + 1) if torch else None)
     bandwidth("clone() (device to device)", 2 * n * 4, lambda: a.clone(), (lambda: ta.clone()) if torch else None)
+
+    # reductions (generated/reduce.cu): a full sum and a row sum, bandwidth of the input
+    m2 = a.view(1 << (n.bit_length() // 2), -1)
+    tm2 = ta.view(1 << (n.bit_length() // 2), -1) if torch else None
+    bandwidth("sum() of all, float32", n * 4, lambda: a.sum(), (lambda: ta.sum()) if torch else None)
+    bandwidth("sum(1) over rows, float32", n * 4, lambda: m2.sum(1), (lambda: tm2.sum(1)) if torch else None)
+    del m2, tm2
+
+    # GEMM through cuBLAS (TF32 off for float32 in both, PyTorch's default)
+    if torch:
+        torch.backends.cuda.matmul.allow_tf32 = False
+    g = 256 if quick else 8192
+    for dt in ("float32", "bfloat16"):
+        x, y = ptl.randn(g, g).to(getattr(ptl, dt)).cuda(), ptl.randn(g, g).to(getattr(ptl, dt)).cuda()
+        tx = ty = None
+        if torch:
+            tx, ty = (torch.randn(g, g, device="cuda", dtype=getattr(torch, dt)) for _ in range(2))
+        ms = _events_ms(ptl.cuda.Event, lambda: ptl.mm(x, y), iters)
+        tms = _events_ms(torch.cuda.Event, lambda: torch.mm(tx, ty), iters) if torch else None
+        flop = 2.0 * g ** 3
+        row(f"mm {g}x{g} {dt}", "TFLOP/s", flop / ms / 1e9, (flop / tms / 1e9) if tms else None, ms=ms,
+            torch_ms=tms)
+        del x, y, tx, ty
+
+    # training steps (forward, backward, optimizer) of small models: host overhead and the
+    # nn kernels together, wall time per step
+    steps = 3 if quick else 50
+    for label, build, batch in (("MLP step (784-512-512-10, batch 256, SGD)", _mlp, (256, 784)),
+                                ("digits CNN step (batch 32, Adam)", _cnn, (32, 1, 8, 8))):
+        ours = _train_step(ptl, build(ptl), batch, "sgd" if "SGD" in label else "adam")
+        theirs = _train_step(torch, build(torch), batch, "sgd" if "SGD" in label else "adam") if torch else None
+        ms = _wall_ms(ours, ptl.cuda.synchronize, steps)
+        tms = _wall_ms(theirs, torch.cuda.synchronize, steps) if torch else None
+        row(label, "ms", ms, tms)
 
     # the host side of one small op: what a training loop of small tensors pays per op
     s1, s2 = ptl.ones(1000).cuda(), ptl.ones(1000).cuda()
@@ -156,7 +219,7 @@ def format_table(res):
         lines.append(f"| {r['name']} | {r['unit']} | {f(r['pytorchlite'], r['unit'])} | {f(r['torch'], r['unit'])} "
                      f"| {ratio} | {frac} |")
     lines.append("")
-    lines.append("ratio = pytorchlite / PyTorch: higher is better for GB/s, lower is better for us.")
+    lines.append("ratio = pytorchlite / PyTorch: higher is better for GB/s and TFLOP/s, lower is better for us and ms.")
     return "\n".join(lines)
 
 

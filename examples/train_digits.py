@@ -6,7 +6,7 @@ layers with relu, a hand-written `LinearLayer` module holding its own Parameters
 (log-)softmax output.
 
     python examples/train_digits.py [--epochs 30] [--seed 0] [--threads 1] [--out examples/out]
-                                    [--export digits.onnx]
+                                    [--export digits.onnx] [--device cuda]
     python examples/train_digits.py --profile [--profile-steps 6]
 
 Prints a progress bar per epoch (loss, accuracy, samples/s), the held-out test accuracy,
@@ -110,12 +110,12 @@ def accuracy(model, x, y):
     return (pred == y).float().mean().item()
 
 
-def checkpoint_roundtrip(model, opt, x_test, y_test, path):
+def checkpoint_roundtrip(model, opt, x_test, y_test, path, device="cpu"):
     """Save model and optimizer state, load them into a fresh model and optimizer, and
     return the reloaded model's test accuracy (it must equal the trained model's)."""
     torch.save({"model": model.state_dict(), "optimizer": opt.state_dict()}, path)
     ckpt = torch.load(path)
-    fresh = CNN()
+    fresh = CNN().to(device)
     fresh.load_state_dict(ckpt["model"])
     optim.Adam(fresh.parameters()).load_state_dict(ckpt["optimizer"])
     acc = accuracy(fresh, x_test, y_test)
@@ -185,6 +185,8 @@ def main(argv=None):
     # pay for waking a thread team, and on a busy machine every parallel region waits for a
     # core. One thread is the fastest setting here; larger models want more.
     p.add_argument("--threads", type=int, default=1, help="intra-op threads (default 1)")
+    p.add_argument("--device", default="cpu", help="where the model trains (cpu, cuda); the data stays on "
+                   "the CPU and each batch is copied")
     p.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "out"))
     p.add_argument("--export", metavar="PATH", default=None,
                    help="also write the trained model as ONNX to PATH (checked in onnxruntime when installed)")
@@ -196,7 +198,8 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     x_train, y_train, x_test, y_test = load_digits_split(args.seed)
-    model = CNN()
+    model = CNN().to(args.device)
+    x_test, y_test = x_test.to(args.device), y_test.to(args.device)
     opt = optim.Adam(model.parameters(), lr=args.lr)
     loss_fn = nn.NLLLoss()          # the model ends in log_softmax
     print(model)
@@ -204,7 +207,8 @@ def main(argv=None):
           "parameters")
 
     if args.profile:
-        return profile_steps(model, opt, loss_fn, x_train, y_train, args.batch_size, args.profile_steps, args.out)
+        return profile_steps(model, opt, loss_fn, x_train.to(args.device), y_train.to(args.device), args.batch_size,
+                             args.profile_steps, args.out)
 
     n = len(x_train)
     history = []
@@ -215,7 +219,7 @@ def main(argv=None):
         t0 = time.perf_counter()
         for i in range(0, n, args.batch_size):
             idx = perm[i:i + args.batch_size]
-            xb, yb = x_train[idx], y_train[idx]
+            xb, yb = x_train[idx].to(args.device), y_train[idx].to(args.device)
             loss, logits = train_step(model, opt, loss_fn, xb, yb)
             b = len(yb)
             seen += b
@@ -231,7 +235,8 @@ def main(argv=None):
           f"{test_acc:.2%}")
 
     os.makedirs(args.out, exist_ok=True)
-    reloaded_acc = checkpoint_roundtrip(model, opt, x_test, y_test, os.path.join(args.out, "digits_cnn.safetensors"))
+    reloaded_acc = checkpoint_roundtrip(model, opt, x_test, y_test, os.path.join(args.out, "digits_cnn.safetensors"),
+                                        args.device)
     if reloaded_acc != test_acc:
         raise RuntimeError(f"the reloaded model scores {reloaded_acc:.4%}, the trained one {test_acc:.4%}")
     if args.export:

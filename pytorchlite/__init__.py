@@ -76,6 +76,7 @@ from pytorchlite import optim  # noqa: E402,F401
 from pytorchlite import return_types  # noqa: E402,F401
 from pytorchlite import memory  # noqa: E402,F401
 from pytorchlite import cuda  # noqa: E402,F401
+from pytorchlite import backends  # noqa: E402,F401
 from pytorchlite.serialization import save, load  # noqa: E402,F401
 from pytorchlite import utils  # noqa: E402,F401
 from pytorchlite import jit  # noqa: E402,F401

@@ -54,6 +54,22 @@ class Backend:
         of `op` once dtypes are decided: the general path of pytorchlite/_pointwise.py."""
         raise self._missing("pointwise kernels")
 
+    def reduce(self, code, op, x, dims, keepdim, out_dtype, arg=0.0, aux_dtype=None, aux_in=None):
+        """Run the declared reduction `code` (generated/reductions.py) of `op` over `dims`
+        of x, a tensor of this device type, once PyTorch's checks have passed: the result in
+        `out_dtype` (keepdim or not), and the aux output of `aux_dtype` too when it is given
+        (max/min's indices, var_mean's mean); `aux_in` is an aux input in the keepdim shape
+        (logsumexp's shift). The device half of pytorchlite/_kernels/reduce.py's _launch."""
+        raise self._missing("reductions")
+
+    def convolution(self, which, geometry, a, b, bias, out):
+        """One of the core convolution's products into `out` (a contiguous tensor of this
+        device type), as kernels/nn.c's ptl_conv2d computes them for the CPU: `which` 0
+        the convolution of a by weight b (+ bias), 1 its input gradient from (grad_y a,
+        weight b), 2 its weight gradient from (x a, grad_y b), 3 the input gradient + bias
+        (a transposed convolution); `geometry` is ptl_conv2d's int64 array."""
+        raise self._missing("convolution")
+
     def record_stream(self, tensor, stream):
         raise RuntimeError(f"record_stream() is not supported for {self.type} tensors")
 

@@ -382,22 +382,46 @@ def _fold_rows(t):
     return _contiguous_view(clone(t), (rows, cols))
 
 
+def _mm(a, b):
+    """mm's impl for a's device (matmul runs below autograd and dispatch)."""
+    return getattr(impls, "mm__" + a._device.type)(a, b)
+
+
+def _mv(a, v):
+    """mv's impl; a device without one (CUDA: cuBLAS GEMM only) takes v as a column."""
+    if a._device.type == "cpu":
+        return impls.mv__cpu(a, v)
+    mv_meta(a, v)                                   # PyTorch's checks and messages
+    r = _mm(a, _view(v, (v._shape[0], 1), (v._stride[0], 0)))
+    return _contiguous_view(r, (r._shape[0],))
+
+
+def _dot(a, b):
+    """dot's impl; a device without one computes a 1 x k times k x 1 product."""
+    if a._device.type == "cpu":
+        return impls.dot__cpu(a, b)
+    dot_meta(a, b)                                  # PyTorch's checks and messages
+    k = a._shape[0]
+    r = _mm(_view(a, (1, k), (0, a._stride[0])), _view(b, (k, 1), (b._stride[0], 0)))
+    return _contiguous_view(r, ())
+
+
 def matmul_meta(self, other):
     """PyTorch's _matmul_impl: every case but the broadcast batched product is another
     operator's impl (run here, below autograd and dispatch, as PyTorch's at:: calls are);
-    the broadcast case is this operator's own kernel call. The impls are the CPU ones:
-    matmul is declared for the CPU only."""
+    the broadcast case is this operator's own kernel call. The impls are those of the
+    operands' device (`_mm`, `_mv`, `_dot`)."""
     d1, d2 = len(self._shape), len(other._shape)
     if d1 == 2 and d2 == 2:
-        return Done(impls.mm__cpu(self, other))
+        return Done(_mm(self, other))
     if d1 == 0 or d2 == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {d1}D and {d2}D")
     if d1 == 1 and d2 == 1:
-        return Done(impls.dot__cpu(self, other))
+        return Done(_dot(self, other))
     if d1 == 2 and d2 == 1:
-        return Done(impls.mv__cpu(self, other))
+        return Done(_mv(self, other))
     if d1 == 1 and d2 == 2:
-        r = impls.mm__cpu(_view(self, (1, self._shape[0]), (0, self._stride[0])), other)
+        r = _mm(_view(self, (1, self._shape[0]), (0, self._stride[0])), other)
         return Done(_contiguous_view(r, (r._shape[1],)))
     if _should_fold(self, other):
         transpose = d2 > d1
@@ -407,12 +431,12 @@ def matmul_meta(self, other):
         folded = _fold_rows(t1)
         if t2.dim() == 2:
             out_shape.append(t2._shape[1])
-            r = _contiguous_view(impls.mm__cpu(folded, t2), out_shape)
+            r = _contiguous_view(_mm(folded, t2), out_shape)
             if transpose:
                 from pytorchlite._kernels.copy import clone
                 r = clone(_transpose_last(r))
             return Done(r)
-        return Done(_contiguous_view(impls.mv__cpu(folded, t2), out_shape))
+        return Done(_contiguous_view(_mv(folded, t2), out_shape))
     # broadcast batched product; 1-D operands become a row (left) or a column (right)
     n = self._shape[-2] if d1 > 1 else 1
     m1 = self._shape[-1]

@@ -10,7 +10,7 @@ The C kernels compute in float32 or float64; float16 and bfloat16 inputs are wid
 float32 and the result rounded once, as PyTorch's CPU kernels accumulate in float.
 """
 
-from pytorchlite import _dtype as D
+from pytorchlite import _backends, _dtype as D
 from pytorchlite import _structured as S
 from pytorchlite._argparse import wrap_dim
 from pytorchlite._C import check, ffi, lib
@@ -139,7 +139,7 @@ def _check_reduction(op, reduction):
         raise RuntimeError(f"{op}(): reduction must be 0 (none), 1 (mean) or 2 (sum), got {reduction}")
 
 
-def _nll_kernel(self, target, geometry, *outputs):
+def _nll_kernel(self, target, geometry, reduction, ignore_index, *outputs):
     """The rest of an nll_loss meta: the kernel's geometry, and its report of a target out
     of range (PTL_ERR_INDEX, the target in `bad`) as PyTorch's IndexError."""
     n, c, d, _ = geometry
@@ -148,14 +148,16 @@ def _nll_kernel(self, target, geometry, *outputs):
     def error(status):
         return IndexError(f"Target {bad[0]} is out of bounds.") if status == 5 else None
 
+    # reduction and ignore for a device launcher (the C call takes them from the arguments)
     return Meta(*outputs, compute=_compute_dtype(self._dtype), error=error, N=n, C=c, D=d,
-                t_u8=int(target._dtype is D.uint8), bad=bad)
+                t_u8=int(target._dtype is D.uint8), bad=bad, reduction=reduction, ignore=ignore_index)
 
 
 def _nll_forward_meta(op, self, target, weight, reduction, ignore_index, spatial):
     geometry = _nll_geometry(op, self, target, weight, spatial)
     _check_reduction(op, reduction)
-    return _nll_kernel(self, target, geometry, (geometry[3] if reduction == 0 else (), self._dtype),
+    return _nll_kernel(self, target, geometry, reduction, ignore_index,
+                       (geometry[3] if reduction == 0 else (), self._dtype),
                        ((), self._dtype))
 
 
@@ -175,7 +177,7 @@ def _nll_backward_meta(op, grad_output, self, target, weight, reduction, ignore_
         raise RuntimeError(f"expected scalar type {self._dtype._torch_name} but found "
                            f"{grad_output._dtype._torch_name}")
     _check_reduction(op, reduction)
-    return _nll_kernel(self, target, geometry, (self._shape, self._dtype))
+    return _nll_kernel(self, target, geometry, reduction, ignore_index, (self._shape, self._dtype))
 
 
 def nll_loss_forward_meta(self, target, weight, reduction, ignore_index):
@@ -345,6 +347,9 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
         # which 1: the core convolution's input gradient, 2: its weight gradient (c = the
         # result); 0: the core convolution (d = the result), a transposed one's input gradient
         out = _empty(out_shape, compute, x._device)
+        if x._device.type != "cpu":
+            _backends.get(x._device.type).convolution(which, g, a, b, None, out)
+            return to_dtype(out, dtype)
         c, d = (0, S.address(out)) if which == 0 else (S.address(out), 0)
         check(lib.ptl_conv2d(which, compute.code, g, S.address(a), S.address(b), c, d), "convolution_backward")
         return to_dtype(out, dtype)

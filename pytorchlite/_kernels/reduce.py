@@ -13,7 +13,7 @@ row or column loop and spreads the work over the threads.
 
 import warnings
 
-from pytorchlite import _dtype as D
+from pytorchlite import _backends, _dtype as D
 from pytorchlite._argparse import wrap_dim
 from pytorchlite._C import MAX_DIMS, check, ffi, lib, new_descriptors as _new_descs
 from pytorchlite._core import check_ndim, copy_into, empty as _empty, to_dtype
@@ -72,11 +72,6 @@ def _new_tensor(shape, dtype, device):
     return _empty(shape, dtype, device)
 
 
-def _check_cpu(op, x):
-    if x._device.type != "cpu":
-        raise NotImplementedError(f"{op}(): no kernel for device '{x._device.type}'")
-
-
 def _squeezed(x):
     """x without its size-1 dims (a view): what a full reduction of a tensor of more than
     MAX_DIMS dims reduces (at most 63 dims are larger than 1 when the element count fits
@@ -92,15 +87,17 @@ def _launch(code, op, x, dims, keepdim, out_dtype, arg=0.0, aux_dtype=None, aux_
     """Run ptl_reduce; returns the result (and the aux output when aux_dtype is given)."""
     shape = x._shape
     nd = len(shape)
-    if x._device is not _CPU or nd > MAX_DIMS:
-        _check_cpu(op, x)
-        if nd > MAX_DIMS:
-            # PyTorch reduces every dim of such a tensor (dim=None) but keeps an explicit
-            # dim list, and keepdim's, in a 64-bit mask and refuses it
-            if len(dims) != nd or keepdim or aux_in is not None:
-                check_ndim(op, nd)
-            xs = _squeezed(x)
-            return _launch(code, op, xs, tuple(range(len(xs._shape))), False, out_dtype, arg, aux_dtype)
+    if x._device is not _CPU:
+        # another device runs the same declaration through its backend (the device
+        # registry: core code never imports a backend)
+        return _backends.get(x._device.type).reduce(code, op, x, dims, keepdim, out_dtype, arg, aux_dtype, aux_in)
+    if nd > MAX_DIMS:
+        # PyTorch reduces every dim of such a tensor (dim=None) but keeps an explicit
+        # dim list, and keepdim's, in a 64-bit mask and refuses it
+        if len(dims) != nd or keepdim or aux_in is not None:
+            check_ndim(op, nd)
+        xs = _squeezed(x)
+        return _launch(code, op, xs, tuple(range(len(xs._shape))), False, out_dtype, arg, aux_dtype)
     if len(dims) == nd:     # every dim reduced (the common `x.sum()`): no per-dim work
         kshape = kstride = (1,) * nd
         fshape = kshape if keepdim else ()

@@ -45,6 +45,18 @@ class CudaBackend(_backends.Backend):
         from pytorchlite import cuda
         return cuda._run_pointwise(op, operands, scalars, out, inplace, common, out_dt, device)
 
+    def reduce(self, code, op, x, dims, keepdim, out_dtype, arg=0.0, aux_dtype=None, aux_in=None):
+        # ops.yaml's `- reduction:` declarations, as CUDA kernels (generated/reduce.cu)
+        self.lazy_init()
+        from pytorchlite.cuda import _reduce
+        return _reduce.run(code, x, dims, keepdim, out_dtype, arg, aux_dtype, aux_in, op=op)
+
+    def convolution(self, which, geometry, a, b, bias, out):
+        # im2col / col2im around cuBLAS GEMMs
+        self.lazy_init()
+        from pytorchlite.cuda import _conv
+        _conv.core(which, geometry, a, b, bias, out)
+
     def record_stream(self, tensor, stream):
         from pytorchlite import cuda
         cuda._record_stream(tensor, stream)

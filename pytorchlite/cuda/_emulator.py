@@ -12,17 +12,23 @@ stream bookkeeping, the tests themselves), never the GPU. What it does:
   tensor, a NumPy view of one) dies of SIGSEGV here as it would on a real GPU; every
   memcpy is checked to lie inside one allocation, and the device has a fixed capacity so
   out-of-memory is real;
-* the kernels are the real sources (generated/pointwise.cu, kernels/cuda/fill_copy.cu)
-  compiled for the host with g++ through a small shim (`__global__` is
-  nothing, `threadIdx` / `blockIdx` are thread-local, float16 converts in software), and
-  a launch runs every (block, thread) of the grid in turn, so the grid-stride loops and
-  the packed kernel parameters (cuLaunchKernel's `void **`) are exercised as given;
-* streams and events complete at once (work runs synchronously); elapsed_time is wall time.
+* the kernels are the real sources (generated/pointwise.cu and reduce.cu,
+  kernels/cuda/fill_copy.cu and nn.cu) compiled for the host with g++ through a small
+  shim (`__global__` is nothing, `threadIdx` / `blockIdx` are thread-local, float16
+  converts in software), and a launch runs every (block, thread) of the grid in turn, so
+  the grid-stride loops and the packed kernel parameters (cuLaunchKernel's `void **`) are
+  exercised as given;
+* streams and events complete at once (work runs synchronously); elapsed_time is wall time;
+* cuBLAS is `Cublas` below: NumPy products over the emulated memory, with cuBLAS's
+  column-major arguments (it checks pytorchlite's planning, not cuBLAS).
 
-Kernels that need threads of a block to cooperate (`__shared__`, `__syncthreads`: the
-reductions of reduce.cu) cannot run this way and are refused with CUDA_ERROR_NOT_FOUND, as
-are the random fills of philox.cu (no operator launches them yet; their arithmetic is
-checked on the host by tests/cuda/test_philox_host.py).
+Kernels that need threads of a block to cooperate (`__shared__`, `__syncthreads`, warp
+shuffles: the `row` reductions of reduce.cu) cannot run this way: reduce.cu is built (the
+shim gives those intrinsics host stand-ins only so that it compiles), but its `_row`
+kernels are refused with CUDA_ERROR_NOT_FOUND, and the driver says so
+(`COOPERATIVE_BLOCKS = False`) so that the reduction planner gives it `col` kernels (a
+thread per output) only. The random fills of philox.cu are refused too (no operator
+launches them yet; their arithmetic is checked on the host by tests/cuda/test_philox_host.py).
 NVRTC still compiles every module for the reported architecture (sm_90), so the real
 compile path is exercised as well.
 
@@ -153,6 +159,10 @@ SHIM = r"""
 #define __launch_bounds__(...)
 struct ptl_emu_dim3 { unsigned x, y, z; };
 extern thread_local ptl_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
+/* only so that reduce.cu's row kernels compile: the emulator never launches them */
+#define __shared__ static
+static inline void __syncthreads() {}
+template <typename T> static inline T __shfl_down_sync(unsigned, T v, int) { return v; }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
 static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
 static inline int __float_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
@@ -227,7 +237,9 @@ static void ptl_emu_launch(void (*f)(A...), void **args, unsigned gx, unsigned b
 """
 
 # the sources a launch can name, by kernel-name prefix (reduce.cu needs cooperating threads)
-EMULATED_SOURCES = ("fill_copy", "pointwise")
+EMULATED_SOURCES = ("fill_copy", "pointwise", "reduce", "nn")
+_NN = ("ptl_cu_softmax_", "ptl_cu_nll_", "ptl_cu_maxpool2d_", "ptl_cu_im2col_", "ptl_cu_col2im_",
+       "ptl_cu_channel_bias_")
 _RANDOM = ("ptl_cu_uniform_", "ptl_cu_normal_", "ptl_cu_exponential_", "ptl_cu_bernoulli_", "ptl_cu_integers_")
 
 
@@ -238,7 +250,14 @@ def source_for_kernel(name):
         return "reduce"
     if name.startswith(_RANDOM):
         return "philox"
+    if name.startswith(_NN):
+        return "nn"
     return "pointwise"
+
+
+def _needs_cooperation(name):
+    """Kernels whose block threads merge through shared memory and warp shuffles."""
+    return name.startswith("ptl_cu_red_") and name.rsplit("_", 1)[-1].startswith("row")
 
 
 def _compiler():
@@ -351,6 +370,7 @@ class Driver:
     CUmodule, CUfunction = CUmodule, CUfunction
     CUdevice_attribute, CUevent_flags, CUstream_flags = CUdevice_attribute, CUevent_flags, CUstream_flags
     emulated = True
+    COOPERATIVE_BLOCKS = False      # a block's threads run one after another (see the module doc)
 
     def __init__(self, capacity=None):
         if capacity is None:
@@ -551,7 +571,7 @@ class Driver:
             return (CUresult.CUDA_ERROR_INVALID_HANDLE, None)
         name = name.decode() if isinstance(name, bytes) else name
         source = source_for_kernel(name)
-        if source not in EMULATED_SOURCES:
+        if source not in EMULATED_SOURCES or _needs_cooperation(name):
             return (CUresult.CUDA_ERROR_NOT_FOUND, None)
         try:
             entry = getattr(self._lib(source), f"{name}__emu")
@@ -589,3 +609,100 @@ def driver():
         if _driver is None:
             _driver = Driver()
         return _driver
+
+
+# --- cuBLAS, for the emulator: NumPy over the emulated device memory ---------------------------------
+
+class Cublas:
+    """The cuBLAS calls pytorchlite.cuda._cublas makes, with cuBLAS's argument conventions
+    (column-major operands, ops, leading dimensions, batch strides, alpha and beta by
+    reference), computed with NumPy in the emulated device memory. It checks the host's
+    planning and pointers, not cuBLAS."""
+
+    _NP = {0: "float32", 1: "float64", 2: "float16", 14: "bfloat16"}
+
+    def __init__(self, drv):
+        self.d = drv
+        self.calls = []
+
+    def cublasCreate_v2(self, out):
+        out._obj.value = self.d._handle()
+        return 0
+
+    def cublasDestroy_v2(self, handle):
+        return 0
+
+    def cublasSetStream_v2(self, handle, stream):
+        return 0 if stream is None or int(stream) in self.d._streams else 1
+
+    def cublasSetMathMode(self, handle, mode):
+        return 0
+
+    def _matrix(self, ptr, dt, rows, cols, ld, op):
+        """op(X) of the column-major X (rows x cols of op(X); X itself is cols x rows for op T)."""
+        import numpy as np
+        r, c = (rows, cols) if op == 0 else (cols, rows)
+        if r == 0 or c == 0:
+            return np.zeros((rows, cols))
+        item = 2 if dt in (2, 14) else (4 if dt == 0 else 8)
+        nbytes = ((c - 1) * ld + r) * item
+        if not self.d._inside(ptr, nbytes):
+            raise RuntimeError(f"emulated cuBLAS: a {r}x{c} operand (ld {ld}) at {ptr:#x} is outside every allocation")
+        raw = (ctypes.c_char * nbytes).from_address(ptr)
+        base = np.frombuffer(raw, dtype={0: np.float32, 1: np.float64, 2: np.float16, 14: np.uint16}[dt])
+        x = np.lib.stride_tricks.as_strided(base, shape=(r, c), strides=(item, ld * item))
+        x = (x.astype(np.uint32) << 16).view(np.float32) if dt == 14 else x
+        x = x.astype(np.float64)
+        return x if op == 0 else x.T
+
+    def _store(self, ptr, dt, rows, cols, ld, values):
+        import numpy as np
+        item = 2 if dt in (2, 14) else (4 if dt == 0 else 8)
+        nbytes = ((cols - 1) * ld + rows) * item
+        raw = (ctypes.c_char * nbytes).from_address(ptr)
+        base = np.frombuffer(raw, dtype={0: np.float32, 1: np.float64, 2: np.float16, 14: np.uint16}[dt])
+        x = np.lib.stride_tricks.as_strided(base, shape=(rows, cols), strides=(item, ld * item), writeable=True)
+        if dt == 14:
+            f = values.astype(np.float32).view(np.uint32)
+            x[...] = ((f + 0x7FFF + ((f >> 16) & 1)) >> 16).astype(np.uint16)    # round to nearest even
+        else:
+            x[...] = values
+
+    def cublasGemmStridedBatchedEx(self, handle, ta, tb, m, n, k, alpha, a, at, lda, sa, b, bt, ldb, sb, beta,
+                                   c, ct, ldc, sc, batch, compute, algo):
+        if not (at == bt == ct and at in self._NP) or min(m, n, k, batch) < 0:
+            return 7    # CUBLAS_STATUS_INVALID_VALUE
+        if lda < max(1, m if ta == 0 else k) or ldb < max(1, k if tb == 0 else n) or ldc < max(1, m):
+            return 7
+        self.calls.append((ta, tb, m, n, k, lda, sa, ldb, sb, ldc, sc, batch, compute))
+        al, be = alpha._obj.value, beta._obj.value
+        self.d._unprotect()
+        try:
+            for i in range(batch if m and n else 0):
+                prod = self._matrix(a + i * sa * self._item(at), at, m, k, lda, ta) @ \
+                    self._matrix(b + i * sb * self._item(bt), bt, k, n, ldb, tb)
+                cp = c + i * sc * self._item(ct)
+                out = al * prod
+                if be != 0:
+                    out = out + be * self._matrix(cp, ct, m, n, ldc, 0)
+                self._store(cp, ct, m, n, ldc, out)
+        finally:
+            self.d._reprotect()
+        return 0
+
+    @staticmethod
+    def _item(dt):
+        return 2 if dt in (2, 14) else (4 if dt == 0 else 8)
+
+
+_cublas = None
+
+
+def cublas():
+    """The emulated driver's cuBLAS."""
+    global _cublas
+    drv = driver()
+    with _driver_lock:
+        if _cublas is None:
+            _cublas = Cublas(drv)
+        return _cublas

@@ -32,6 +32,7 @@ SOURCES = {
     "fill_copy": (os.path.join(KERNEL_DIR, "fill_copy.cu"), ()),
     "reduce": (os.path.join(GENERATED_DIR, "reduce.cu"), ()),
     "philox": (os.path.join(KERNEL_DIR, "philox.cu"), ("--fmad=false",)),
+    "nn": (os.path.join(KERNEL_DIR, "nn.cu"), ()),
 }
 
 # the architectures CI checks; at run time the device's own is used

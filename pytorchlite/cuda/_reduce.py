@@ -1,9 +1,11 @@
 """Reductions on a CUDA device: the launch planner and the launch of the kernels that
 codegen writes from ops.yaml's `- reduction:` declarations (generated/reduce.cu).
 
-NOT WIRED INTO THE DISPATCH TABLE: no operator calls `run` yet (the device registry will:
-it is the CUDA half of pytorchlite/_kernels/reduce.py's `_launch`, with the same
-arguments). The planning is unit-tested without a GPU (tests/cuda/test_reduce_nogpu.py,
+Every reduction operator of ops.yaml (sum, mean, prod, amax/amin, max/min, argmax/argmin,
+aminmax, var/std and their _mean forms, all/any, count_nonzero, logsumexp, norm) reaches
+`run` on CUDA tensors: its kernel entry (pytorchlite/_kernels/reduce.py) makes PyTorch's
+checks and calls the device registry's `Backend.reduce`, which the CUDA backend answers
+here. The planning is unit-tested without a GPU (tests/cuda/test_reduce_nogpu.py,
 against a fake driver); on an H100 the kernels matched NumPy through `plan` and `launch`
 at the driver level, and `run` matched the CPU kernels on pytorchlite's CUDA tensors
 (tests/cuda/test_reduce_gpu.py).
@@ -79,10 +81,11 @@ def _prod(values):
     return n
 
 
-def plan(shape, in_strides, dims, out_strides=None, aux_strides=None):
+def plan(shape, in_strides, dims, out_strides=None, aux_strides=None, cooperative=True):
     """Plan the reduction of an input (shape, strides in elements) over `dims`. The output
     and aux strides are in the keepdim shape (size 1 on reduced dims); by default both are
-    contiguous there. Returns None when there is no output element."""
+    contiguous there. Returns None when there is no output element. `cooperative=False`
+    (a device whose block threads cannot cooperate: the CPU emulator) always plans `col`."""
     nd = len(shape)
     if nd > _launch.MAX_DIMS:
         raise RuntimeError(f"only tensors with up to {_launch.MAX_DIMS} dims are supported")
@@ -110,7 +113,7 @@ def plan(shape, in_strides, dims, out_strides=None, aux_strides=None):
     in_span = (ksizes + rsizes, [[st[1]] for st in kstrides] + rstrides)
     wide = not (n_out <= _launch.INT32_MAX and n_red <= _launch.INT32_MAX
                 and _launch.fits_32bit(ksizes, kstrides) and _launch.fits_32bit(*in_span))
-    if n_out > 1 and n_red < ROW_MIN_REDUCED:
+    if not cooperative or (n_out > 1 and n_red < ROW_MIN_REDUCED):
         geometry = "col"
     elif n_out == 1 or ksizes == [1]:
         geometry = "row"
@@ -148,49 +151,54 @@ def _ptr(t):
     return t._storage.ptr + t._offset * t._dtype.itemsize
 
 
-def run(code, x, dims, keepdim, out_dtype, arg=0.0, aux_dtype=None, aux_in=None):
+def run(code, x, dims, keepdim, out_dtype, arg=0.0, aux_dtype=None, aux_in=None, op=None):
     """Reduce CUDA tensor x over `dims` with reduction `code` (generated/reductions.py),
     as pytorchlite/_kernels/reduce.py's _launch does on the CPU: returns the result (of
     out_dtype; the kernel writes the declared output dtype, and another dtype is a copy),
     and the aux output too when aux_dtype is given (max/min's indices, var_mean's mean);
     aux_in is an aux input (logsumexp's shift) in the keepdim shape. PyTorch's argument
-    checks are the caller's."""
+    checks are the caller's; `op` is the operator named in errors (the reduction's name by
+    default)."""
     from pytorchlite import _dtype as D
     from pytorchlite._core import contiguous_strides, empty as _empty, make
     from pytorchlite.cuda import _pointwise, _runtime
 
     code = resolve(code, arg)
     row = _R.REDUCTIONS[code]
+    op = op or row[NAME]
     dt = x._dtype.code
     if dt not in row[DTYPES]:
-        raise RuntimeError(f"{row[NAME]}(): no CUDA kernel for dtype {x._dtype._torch_name}")
+        raise RuntimeError(f"{op}(): no CUDA kernel for dtype {x._dtype._torch_name}")
+    if len(x._shape) > _launch.MAX_DIMS:
+        raise RuntimeError(f"{op}(): CUDA reductions support tensors of up to {_launch.MAX_DIMS} dims, "
+                           f"got {len(x._shape)}")
     shape = x._shape
     dims = tuple(sorted(set(dims)))
     kshape = tuple(1 if d in dims else s for d, s in enumerate(shape))
     fshape = kshape if keepdim else tuple(s for d, s in enumerate(shape) if d not in dims)
     if row[NO_IDENTITY] and _prod(kshape) and not _prod(shape[d] for d in dims):
-        raise RuntimeError(f"{row[NAME]}(): Expected reduction dim to have non-zero size.")
+        raise RuntimeError(f"{op}(): Expected reduction dim to have non-zero size.")
     natural = D.BY_CODE[row[OUT][dt]]
     out = _empty(kshape, natural, x._device)
     aux = aux_strides = None
     if aux_dtype is not None:
         if not row[AUX_OUT]:
-            raise RuntimeError(f"{row[NAME]}(): has no aux output")
+            raise RuntimeError(f"{op}(): has no aux output")
         want = dt if row[AUX] == -1 else row[AUX]
         if aux_dtype.code != want:
-            raise RuntimeError(f"{row[NAME]}(): the aux output is {D.BY_CODE[want]._torch_name}, "
+            raise RuntimeError(f"{op}(): the aux output is {D.BY_CODE[want]._torch_name}, "
                                f"not {aux_dtype._torch_name}")
         aux = _empty(kshape, aux_dtype, x._device)
     elif aux_in is not None:
         if not row[AUX_IN] or aux_in._dtype.code != dt or aux_in._shape != kshape or aux_in._device != x._device:
-            raise RuntimeError(f"{row[NAME]}(): aux input must be a {x._dtype._torch_name} tensor of shape "
+            raise RuntimeError(f"{op}(): aux input must be a {x._dtype._torch_name} tensor of shape "
                                f"{list(kshape)} on {x._device}")
         aux, aux_strides = aux_in, aux_in._stride
     elif row[AUX_IN] and _prod(shape[d] for d in dims):
-        raise RuntimeError(f"{row[NAME]}(): needs its aux input")
-    p = plan(shape, x._stride, dims, out._stride, aux_strides)
-    if p is not None:
+        raise RuntimeError(f"{op}(): needs its aux input")
+    if _prod(kshape):
         k = _launch.kernels_for(x._device.index or 0)
+        p = plan(shape, x._stride, dims, out._stride, aux_strides, getattr(k.d, "COOPERATIVE_BLOCKS", True))
         launch(k, code, dt, p, _ptr(out), _ptr(aux) if aux is not None else 0, _ptr(x), arg,
                _runtime.current_stream_handle(k.index))
     result = make(out._storage, fshape, contiguous_strides(fshape), 0, natural, None, True)

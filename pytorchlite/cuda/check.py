@@ -7,8 +7,9 @@ It builds what is missing (`python -m codegen`: the generated sources and the CP
 extension; NVRTC compiles the CUDA modules for this GPU at the same time), reports the
 environment (GPU, driver, cuda-bindings and NVRTC versions, compiler, Python headers),
 runs the device tests (tests/cuda/test_gpu.py: CUDA against the CPU per operator family,
-the allocator, streams and events, host reads, DLPack with PyTorch, the debug mode), runs
-the GPU benchmarks side by side with PyTorch's CUDA build (benchmarks/bench_cuda.py), and
+reductions, cuBLAS GEMM, the nn kernels, the allocator, streams and events, host reads,
+DLPack with PyTorch, the debug mode), trains the digits CNN (examples/train_digits.py) on
+the CPU and on CUDA and compares their accuracy, runs the GPU benchmarks side by side with PyTorch's CUDA build (benchmarks/bench_cuda.py), and
 lists the operators with no CUDA kernel. Everything goes into one Markdown report (and a
 JSON twin beside it); a summary is printed.
 
@@ -32,6 +33,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -303,6 +305,31 @@ class Check:
         if not results:
             s.fail("no test reported a result")
 
+    def digits(self, s):
+        """examples/train_digits.py trained on the CPU and on CUDA from the same seed: the
+        held-out accuracies must agree (within two points: float sums are not bit-equal)."""
+        if not self._gpu_or_skip(s):
+            return
+        epochs = self.args.digits_epochs
+        if os.environ.get(EMULATOR_ENV, "").strip() not in ("", "0"):
+            epochs = 1
+            s.lines.append("**Emulated device: one epoch, a rehearsal of this section.**\n")
+        acc = {}
+        s.lines += ["| device | epochs | held-out accuracy | seconds |", "| --- | --- | --- | --- |"]
+        for dev in ("cpu", "cuda"):
+            cmd = [sys.executable, "examples/train_digits.py", "--epochs", str(epochs), "--device", dev,
+                   "--out", os.path.join(self.work, f"digits-{dev}")]
+            rc, out, secs = self.run(cmd, max(30, self.left() - 60))
+            m = re.search(r"held-out test accuracy ([0-9.]+)%", out or "")
+            if m is None:
+                s.fail(f"training on {dev} did not finish (rc {rc}):\n{(out or '')[-3000:]}")
+                return
+            acc[dev] = float(m.group(1)) / 100
+            s.lines.append(f"| {dev} | {epochs} | {acc[dev]:.2%} | {secs:.1f} |")
+        s.data = {"epochs": epochs, "accuracy": acc}
+        if abs(acc["cuda"] - acc["cpu"]) > 0.02:
+            s.fail(f"CUDA reached {acc['cuda']:.2%}, the CPU {acc['cpu']:.2%}")
+
     def benchmarks(self, s):
         if not self._gpu_or_skip(s):
             return
@@ -363,6 +390,8 @@ class Check:
             self.section("build", self.build)
         self.section("smoke", self.smoke)
         self.section("tests", self.tests)
+        if not self.args.no_digits:
+            self.section("digits", self.digits)
         if not self.args.no_bench:
             self.section("benchmarks", self.benchmarks)
         self.section("coverage", self.coverage)
@@ -549,12 +578,15 @@ def parse_args(argv):
     p.add_argument("--out", default=DEFAULT_OUT, help=f"the Markdown report (default {DEFAULT_OUT}; "
                    "a .json twin is written beside it)")
     p.add_argument("--budget", type=float, default=450.0, help="seconds for the whole check (default 450)")
-    p.add_argument("--reserve", type=float, default=75.0,
-                   help="seconds kept from the tests for the benchmarks and the report (default 75)")
+    p.add_argument("--reserve", type=float, default=150.0,
+                   help="seconds kept from the tests for the digits CNN, the benchmarks and the report "
+                   "(default 150)")
     p.add_argument("--tests", nargs="+", default=list(DEFAULT_TESTS), help="test files or node ids to run")
     p.add_argument("-k", default=None, help="pytest -k expression for the tests")
     p.add_argument("--skip-build", action="store_true", help="do not run codegen")
     p.add_argument("--no-bench", action="store_true", help="skip the benchmarks")
+    p.add_argument("--no-digits", action="store_true", help="skip training the digits CNN on CPU and CUDA")
+    p.add_argument("--digits-epochs", type=int, default=10, help="epochs of the digits CNN (default 10)")
     p.add_argument("--probe", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--precompile", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)

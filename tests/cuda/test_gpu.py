@@ -411,6 +411,257 @@ class TestPointwise:
         check_cuda(lambda x: x.sin(), _sample("float64", (4097,)), label="odd size float64")
 
 
+# ---- reductions (ops.yaml `- reduction:` declarations, generated/reduce.cu) ---------------------------
+
+# (operator, call) over a 3-d input: full, one dim, several dims, keepdim, negative dims
+REDUCTION_CASES = [
+    ("sum", lambda x: x.sum()), ("sum", lambda x: x.sum(1)), ("sum", lambda x: x.sum((0, 2), keepdim=True)),
+    ("sum", lambda x: x.sum(-1, dtype=ptl.float64)),
+    ("prod", lambda x: x.prod(1)), ("mean", lambda x: x.mean((0, 1))), ("nansum", lambda x: x.nansum(0)),
+    ("nanmean", lambda x: x.nanmean(2)),
+    ("amax", lambda x: x.amax(1)), ("amin", lambda x: x.amin((0, 2), keepdim=True)),
+    ("max", lambda x: x.max()), ("max", lambda x: x.max(1)), ("min", lambda x: x.min(-1, keepdim=True)),
+    ("argmax", lambda x: x.argmax()), ("argmax", lambda x: x.argmax(2)), ("argmin", lambda x: x.argmin(0)),
+    ("aminmax", lambda x: ptl.aminmax(x, dim=1)),
+    ("var", lambda x: x.var(1)), ("std", lambda x: x.std((0, 2), correction=0)),
+    ("var_mean", lambda x: ptl.var_mean(x, 2)), ("std_mean", lambda x: ptl.std_mean(x, 0, keepdim=True)),
+    ("all", lambda x: x.all(1)), ("any", lambda x: x.any()), ("count_nonzero", lambda x: ptl.count_nonzero(x, 0)),
+    ("logsumexp", lambda x: x.logsumexp(1)), ("norm", lambda x: x.norm()), ("norm", lambda x: x.norm(1, dim=2)),
+    ("norm", lambda x: x.norm(float("inf"), dim=0)),
+]
+
+
+def _reduction_layouts(dtype):
+    """The same values contiguous, transposed, sliced with steps, and as a 0-size tensor."""
+    x = _sample(dtype, (4, 6, 5), 11)
+    return [("contiguous", x), ("transposed", x.transpose(0, 2)), ("stepped", x[:, ::2, 1:]),
+            ("empty", x[:, :0])]
+
+
+class TestReductions:
+    @pytest.mark.parametrize("case", range(len(REDUCTION_CASES)))
+    @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "bool"])
+    def test_against_the_cpu(self, case, dtype):
+        name, fn = REDUCTION_CASES[case]
+        needs_cuda(name)
+        for label, x in _reduction_layouts(dtype):
+            check_cuda(fn, x, label=f"{name} #{case}, {label}", **_tolerance(name, dtype))
+
+    def test_large_rows_and_columns(self):
+        # many reduced elements per output (row kernels on a GPU) and many outputs
+        needs_cuda("sum")
+        x = _sample("float32", (300, 700), 5)
+        check_cuda(lambda t: t.sum(1), x, label="rows", rtol=1e-4, atol=1e-3)
+        check_cuda(lambda t: t.sum(0), x, label="columns", rtol=1e-4, atol=1e-3)
+        check_cuda(lambda t: t.argmax(1), x, label="argmax rows")
+        check_cuda(lambda t: t.max(0), x, label="max columns")
+
+    def test_errors_match_the_cpu(self):
+        e = ptl.empty(0, 3)
+        check_cuda(lambda t: t.amax(0), e, label="no identity")
+        check_cuda(lambda t: t.max(), e, label="full max of empty")
+        check_cuda(lambda t: t.mean(), ptl.ones(3, dtype=ptl.int64), label="mean of integers")
+
+    def test_backward_through_reductions(self):
+        x0 = _sample("float64", (3, 4), 2)
+        for name, f in (("sum", lambda t: t.sum(1)), ("mean", lambda t: t.mean()),
+                        ("amax", lambda t: t.amax(0)), ("logsumexp", lambda t: t.logsumexp(1))):
+            needs_cuda(name)
+
+            def run(device):
+                x = x0.to(device).detach().requires_grad_(True)
+                f(x).sum().backward()
+                return x.grad
+            assert_same(run(CUDA), run("cpu"), f"gradient of {name}")
+
+
+# ---- GEMM through cuBLAS (pytorchlite/cuda/_gemm.py) ------------------------------------------------
+
+GEMM_DTYPES = {"float32": (1e-4, 1e-4), "float64": (1e-10, 1e-10), "float16": (1e-2, 1e-2),
+               "bfloat16": (3e-2, 3e-2)}
+
+
+class TestGemm:
+    @pytest.mark.parametrize("dtype", list(GEMM_DTYPES))
+    def test_mm_every_layout(self, dtype):
+        needs_cuda("mm")
+        rtol, atol = GEMM_DTYPES[dtype]
+        a, b = _sample(dtype, (6, 9), 1), _sample(dtype, (9, 5), 2)
+        at, bt = _sample(dtype, (9, 6), 3).t(), _sample(dtype, (5, 9), 4).t()
+        for label, x, y in (("row-major", a, b), ("a transposed", at, b), ("b transposed", a, bt),
+                            ("both transposed", at, bt), ("stepped", a[:, ::3], b[::3]), ("offset", a[1:], b),
+                            ("empty k", a[:, :0], b[:0]), ("empty m", a[:0], b)):
+            check_cuda(ptl.mm, x, y, label=label, rtol=rtol, atol=atol)
+
+    @pytest.mark.parametrize("dtype", ["float32", "float16"])
+    def test_bmm_matmul_addmm_baddbmm(self, dtype):
+        for name in ("bmm", "matmul", "addmm", "baddbmm"):
+            needs_cuda(name)
+        rtol, atol = GEMM_DTYPES[dtype]
+        tol = dict(rtol=rtol, atol=atol)
+        s = lambda shape, seed: _sample(dtype, shape, seed)       # noqa: E731
+        check_cuda(ptl.bmm, s((3, 4, 5), 1), s((3, 5, 2), 2), **tol)
+        check_cuda(ptl.bmm, s((3, 5, 4), 1).transpose(1, 2), s((3, 5, 2), 2), label="transposed batch", **tol)
+        for x, y in (((2, 3, 4, 5), (3, 5, 6)), ((5,), (5,)), ((4, 5), (5,)), ((5,), (5, 4)), ((2, 4, 5), (5, 3)),
+                     ((4, 5), (3, 5, 2))):
+            check_cuda(ptl.matmul, s(x, 1), s(y, 2), label=f"{x} @ {y}", **tol)
+        check_cuda(lambda c, a, b: ptl.addmm(c, a, b, beta=0.5, alpha=2), s((4, 3), 3), s((4, 5), 4), s((5, 3), 5),
+                   **tol)
+        check_cuda(lambda c, a, b: ptl.addmm(c, a, b), s((3,), 3), s((4, 5), 4), s((5, 3), 5), label="broadcast",
+                   **tol)
+        check_cuda(lambda c, a, b: ptl.baddbmm(c, a, b, alpha=0.5), s((4, 3), 3), s((2, 4, 5), 4), s((2, 5, 3), 5),
+                   **tol)
+
+    def test_errors_match_the_cpu_and_integers_are_refused(self):
+        check_cuda(ptl.mm, ptl.ones(2, 3), ptl.ones(2, 3), label="shapes")
+        check_cuda(ptl.mm, ptl.ones(2, 3), ptl.ones(3, 2, dtype=ptl.float64), label="dtypes")
+        with pytest.raises(RuntimeError, match="not implemented for 'Int'"):
+            ptl.mm(ptl.ones(2, 2, dtype=ptl.int32).to(CUDA), ptl.ones(2, 2, dtype=ptl.int32).to(CUDA))
+
+    def test_linear_forward_and_backward(self):
+        needs_cuda("addmm")
+        lin = ptl.nn.Linear(7, 3)
+        x0 = _sample("float32", (5, 7), 6)
+
+        def run(device):
+            m = ptl.nn.Linear(7, 3)
+            m.load_state_dict(lin.state_dict())
+            m = m.to(device)
+            x = x0.to(device).requires_grad_(True)
+            y = m(x)
+            (y * y).sum().backward()
+            return y.detach(), x.grad, m.weight.grad, m.bias.grad
+        for g, c, what in zip(run(CUDA), run("cpu"), ("output", "input grad", "weight grad", "bias grad")):
+            assert_same(g, c, f"linear {what}", rtol=1e-4, atol=1e-4)
+
+
+# ---- nn kernels (kernels/cuda/nn.cu: softmax, nll_loss, max_pool2d, convolution) ------------------
+
+def _forward_backward(fn, *inputs):
+    """fn on the inputs (float tensors require grad), and the gradients of a weighted sum
+    of its result (the weights make every output's gradient different)."""
+    def run(device):
+        args = [x.to(device).detach().requires_grad_(x.dtype.is_floating_point) if isinstance(x, ptl.Tensor)
+                else x for x in inputs]
+        y = fn(*args)
+        w = ptl.arange(y.numel(), dtype=y.dtype).reshape(y.shape).sin().to(device)
+        (y * w).sum().backward()
+        return [y.detach()] + [a.grad for a in args if isinstance(a, ptl.Tensor) and a.requires_grad]
+    return run(CUDA), run("cpu")
+
+
+def check_forward_backward(label, fn, *inputs, rtol=1e-4, atol=1e-5):
+    got, want = _forward_backward(fn, *inputs)
+    names = ["output"] + [f"gradient {k}" for k in range(len(want) - 1)]
+    for g, w, what in zip(got, want, names):
+        assert_same(g, w, f"{label}: {what}", rtol, atol)
+
+
+NNF = ptl.nn.functional
+
+
+class TestNN:
+    @pytest.mark.parametrize("dtype", ["float32", "float64"])
+    def test_softmax_rows(self, dtype):
+        for name in ("_softmax", "_log_softmax", "_softmax_backward_data", "_log_softmax_backward_data"):
+            needs_cuda(name)
+        x = _sample(dtype, (4, 5, 3), 1)
+        for dim in (0, 1, -1):
+            check_forward_backward(f"softmax dim {dim}", lambda t: NNF.softmax(t, dim), x)
+            check_forward_backward(f"log_softmax dim {dim}", lambda t: NNF.log_softmax(t, dim), x)
+        check_forward_backward("softmax of a transposed input", lambda t: NNF.softmax(t.t(), 1), x[:, :, 0])
+        check_forward_backward("empty rows", lambda t: NNF.softmax(t, 1), x[:0])
+
+    def test_softmax_half_precision(self):
+        x = _sample("float16", (3, 7), 2)
+        check_cuda(lambda t: NNF.softmax(t, 1), x, rtol=1e-3, atol=1e-3)
+        check_cuda(lambda t: NNF.log_softmax(t, 0), x, rtol=1e-3, atol=1e-3)
+
+    def test_nll_loss_and_cross_entropy(self):
+        for name in ("nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward", "nll_loss2d_backward"):
+            needs_cuda(name)
+        x = _sample("float32", (6, 5), 3)
+        t = ptl.tensor([1, 0, 4, 2, 2, 3])
+        w = _sample("float32", (5,), 4).abs()
+        for reduction in ("mean", "sum", "none"):
+            check_forward_backward(f"nll {reduction}", lambda a, b: NNF.nll_loss(a, b, reduction=reduction), x, t)
+            # (a weight that requires grad takes nn.functional's composite path: boolean masks)
+            check_forward_backward(f"weighted nll {reduction}",
+                                   lambda a, b: NNF.nll_loss(a, b, weight=w.to(a.device), reduction=reduction), x, t)
+            check_forward_backward(f"nll ignore {reduction}",
+                                   lambda a, b: NNF.nll_loss(a, b, ignore_index=2, reduction=reduction), x, t)
+        check_forward_backward("cross_entropy", lambda a, b: NNF.cross_entropy(a, b), x, t)
+        check_forward_backward("cross_entropy smoothing", lambda a, b: NNF.cross_entropy(a, b, label_smoothing=0.1),
+                               x, t)
+        t2 = ptl.tensor([[[0, 1], [2, 1]], [[1, 1], [0, 2]]])
+        check_forward_backward("nll2d", lambda a, b: NNF.nll_loss(a, b), _sample("float64", (2, 3, 2, 2), 5), t2)
+        check_cuda(lambda a, b: NNF.nll_loss(a, b), x, ptl.tensor([1, 0, 7, 2, 2, 3]), label="target out of range")
+        check_cuda(lambda a, b: NNF.nll_loss(a, b), x, t[:3], label="size mismatch")
+
+    def test_max_pool2d(self):
+        for name in ("max_pool2d_with_indices", "max_pool2d_with_indices_backward"):
+            needs_cuda(name)
+        x = _sample("float32", (2, 3, 7, 6), 6)
+        for kw in (dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                   dict(kernel_size=2, stride=1, dilation=2, ceil_mode=True), dict(kernel_size=(3, 2), stride=(1, 2))):
+            check_forward_backward(f"max_pool2d {kw}", lambda t: NNF.max_pool2d(t, **kw), x)
+            check_cuda(lambda t: NNF.max_pool2d(t, return_indices=True, **kw)[1], x, label=f"indices {kw}")
+        check_forward_backward("3-d input", lambda t: NNF.max_pool2d(t, 2), x[0])
+        check_cuda(lambda t: NNF.max_pool2d(t, 2), _sample("float16", (1, 2, 4, 4), 7), label="float16")
+        check_cuda(lambda t: NNF.max_pool2d(t, 9), x, label="output too small")
+
+    def test_convolution(self):
+        needs_cuda("convolution")
+        needs_cuda("convolution_backward")
+        x, w, b = _sample("float32", (2, 4, 7, 6), 8), _sample("float32", (6, 4, 3, 3), 9), _sample("float32", (6,), 10)
+        tol = dict(rtol=1e-4, atol=1e-4)
+        check_forward_backward("conv2d", lambda a, c, d: NNF.conv2d(a, c, d, padding=1), x, w, b, **tol)
+        check_forward_backward("strided dilated", lambda a, c: NNF.conv2d(a, c, stride=2, dilation=2, padding=2),
+                               x, w, **tol)
+        check_forward_backward("groups", lambda a, c, d: NNF.conv2d(a, c, d, groups=2), x,
+                               _sample("float32", (6, 2, 3, 2), 11), b, **tol)
+        check_forward_backward("conv1d", lambda a, c, d: NNF.conv1d(a, c, d, padding=1),
+                               _sample("float32", (2, 3, 9), 12), _sample("float32", (4, 3, 3), 13),
+                               _sample("float32", (4,), 14), **tol)
+        check_forward_backward("conv_transpose2d", lambda a, c, d: NNF.conv_transpose2d(a, c, d, stride=2, padding=1),
+                               _sample("float32", (2, 3, 4, 4), 15), _sample("float32", (3, 5, 3, 3), 16),
+                               _sample("float32", (5,), 17), **tol)
+        check_forward_backward("float64", lambda a, c: NNF.conv2d(a, c), x.double(), w.double(), rtol=1e-10,
+                               atol=1e-10)
+        check_cuda(lambda a, c: NNF.conv2d(a, c), x, _sample("float32", (6, 3, 3, 3), 9), label="channel mismatch")
+
+    def test_digits_cnn_steps_match_the_cpu(self):
+        """Three Adam steps of examples/train_digits.py's CNN on CUDA and on the CPU from the
+        same weights and batches: the losses and the final weights agree."""
+        sys.path.insert(0, os.path.join(ROOT, "examples"))
+        try:
+            from train_digits import CNN
+        finally:
+            sys.path.pop(0)
+        ptl.manual_seed(0)
+        ref = CNN()
+        xs = [_sample("float32", (16, 1, 8, 8), 20 + i) for i in range(3)]
+        ys = [ptl.tensor(np.random.default_rng(30 + i).integers(0, 10, 16)) for i in range(3)]
+
+        def train(device):
+            m = CNN()
+            m.load_state_dict(ref.state_dict())
+            m = m.to(device)
+            opt = ptl.optim.Adam(m.parameters(), lr=2e-3)
+            losses = []
+            for x, y in zip(xs, ys):
+                loss = NNF.nll_loss(m(x.to(device)), y.to(device))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+            return losses, {k: v.detach().cpu() for k, v in m.state_dict().items()}
+        (lg, wg), (lc, wc) = train(CUDA), train("cpu")
+        np.testing.assert_allclose(lg, lc, rtol=1e-4, atol=1e-5)
+        for k in wc:
+            np.testing.assert_allclose(wg[k].numpy(), wc[k].numpy(), rtol=1e-3, atol=1e-4, err_msg=k)
+
+
 # ---- autograd through CUDA pointwise operators -----------------------------------------------------
 
 class TestAutograd:
@@ -683,4 +934,4 @@ class TestCoverage:
 
 def op_dtypes(op):
     from pytorchlite.generated import dispatch
-    return getattr(dispatch, f"OP_{op.name}").dtypes
+    return getattr(dispatch, f"OP_{op.ident}").dtypes      # (an overload: OP_<name>_<overload>)

@@ -63,7 +63,7 @@ def test_source_compiles(cache, name, arch):
 
 def _expected_kernels():
     """Every kernel name the host launch code may ask the modules for."""
-    names = {"pointwise": [], "fill_copy": [], "reduce": [], "philox": []}
+    names = {"pointwise": [], "fill_copy": [], "reduce": [], "philox": [], "nn": []}
     for op in load_ops(os.path.join(ROOT, "ops.yaml")):
         if op.kind != "pointwise":
             continue
@@ -75,6 +75,9 @@ def _expected_kernels():
         names["fill_copy"] += [f"ptl_cu_fill_{d}_{v}" for v in ("c32", "s32", "s64")]
         names["fill_copy"] += [f"ptl_cu_copy_{d}_{s}_{v}" for s in sfxs for v in ("c32", "s32", "s64")]
         names["philox"] += [f"ptl_cu_{k}_{d}" for k in ("uniform", "normal", "exponential", "bernoulli", "integers")]
+    for k in ("softmax_fwd", "softmax_bwd", "nll_fwd_none", "nll_fwd_reduce", "nll_bwd", "maxpool2d_fwd",
+              "maxpool2d_bwd", "im2col", "col2im", "channel_bias"):
+        names["nn"] += [f"ptl_cu_{k}_{d}" for d in ("f32", "f64")]       # pytorchlite/cuda/_nn.py, _conv.py
     from pytorchlite.cuda._launch import SUFFIX
     from pytorchlite.generated.reductions import REDUCTIONS
     for name, dtypes, *_ in REDUCTIONS:
