@@ -550,6 +550,10 @@ with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], profile_m
     c = a + b
     del c
 prof.export_chrome_trace(sys.argv[1])
+with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    back = ptl.arange(8.0).to("cuda").cpu()
+assert back.tolist() == [float(i) for i in range(8)]
+prof.export_chrome_trace(sys.argv[1] + ".copies.json")
 """
 
 
@@ -583,6 +587,15 @@ def test_cuda_kernels_and_memory_on_the_emulator(tmp_path):
     mem = [e["args"] for e in evs if e.get("name") == "[memory]" and e["args"]["Device Type"] == 1]
     assert [m["Bytes"] for m in mem] == [4096, -4096]
     assert any(e["ph"] == "M" and e["args"].get("name") == "stream 0" for e in evs)
+    # host <-> device copies: Kineto's names and category, on the stream's lane, under the
+    # operator that asked for them
+    with open(path + ".copies.json") as f:
+        evs = json.load(f)["traceEvents"]
+    copies = [e for e in evs if e.get("cat") == "gpu_memcpy"]
+    assert [e["name"] for e in copies] == ["Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)"]
+    assert all(e["pid"] == 0 and e["tid"] == 0 for e in copies)
+    to = [e for e in evs if e.get("name") == "aten::_to_copy" or e.get("name") == "aten::to"]
+    assert to, sorted({e.get("name") for e in evs if e.get("ph") == "X"})
 
 
 def test_dataloader_workers_get_rows_of_their_own(tmp_path):

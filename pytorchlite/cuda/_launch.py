@@ -38,6 +38,8 @@ DEBUG_ENV = "PTL_CUDA_LAUNCH_BLOCKING"
 # kernel_end(launcher, kernel, stream, token) around every launch (it records CUDA events
 # on the stream); None costs one test per launch. Set by pytorchlite.profiler.
 observer = None
+# host <-> device copies as PyTorch's profiler (Kineto) names them (pageable host memory)
+MEMCPY_NAMES = {"HtoD": "Memcpy HtoD (Pageable -> Device)", "DtoH": "Memcpy DtoH (Device -> Pageable)"}
 
 # dtype code -> kernel-name suffix and itemsize (codegen/abi.py)
 SUFFIX = _abi.SUFFIX
@@ -260,6 +262,20 @@ class DeviceKernels:
                 raise RuntimeError(f"CUDA error in {op_name}() (kernel {kernel}) on cuda:{self.index}, reported by "
                                    f"{DEBUG_ENV}=1: CUresult {int(err)} {getattr(err, 'name', '')}".rstrip())
         return grid
+
+    def memcpy(self, kind, dst, src, nbytes, stream):
+        """cuMemcpy{kind}Async (kind "HtoD" or "DtoH") of nbytes on `stream` (a handle),
+        shown to a profiler as Kineto names the copy; the caller synchronises."""
+        self.make_current()
+        hstream = self.d.CUstream(stream)
+        name = MEMCPY_NAMES[kind]
+        obs = observer
+        if obs is not None:
+            tok = obs.kernel_begin(self, name, stream)
+        fn = self.d.cuMemcpyHtoDAsync if kind == "HtoD" else self.d.cuMemcpyDtoHAsync
+        self._ok(fn(dst, src, nbytes, hstream), f"cuMemcpy{kind}Async")
+        if obs is not None:
+            obs.kernel_end(self, name, stream, tok)
 
     def run_elementwise(self, op_name, source, base, shape, operands, ptrs, extra=(), stream=0):
         """Plan and launch `base`_c32/_s32/_s64 over `shape`. operands: [(itemsize,

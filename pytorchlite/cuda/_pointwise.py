@@ -102,8 +102,7 @@ def copy(dst, src, non_blocking=False):
         target = dst if dst.is_contiguous() else _empty(dst._shape, dst._dtype, dst._device)
         k.make_current()
         stream = _stream(k.index)
-        k._ok(k.d.cuMemcpyHtoDAsync(_ptr(target), _ptr(stage), stage.numel() * stage._dtype.itemsize,
-                                    k.d.CUstream(stream)), "cuMemcpyHtoDAsync")
+        k.memcpy("HtoD", _ptr(target), _ptr(stage), stage.numel() * stage._dtype.itemsize, stream)
         # the source is pageable host memory that may be freed or changed on return
         k._ok(k.d.cuStreamSynchronize(k.d.CUstream(stream)), "cuStreamSynchronize")
         if target is not dst:
@@ -119,8 +118,7 @@ def copy(dst, src, non_blocking=False):
     host = dst if dst.is_contiguous() else _empty(dst._shape, dst._dtype, _cpu())
     k.make_current()
     stream = _stream(k.index)
-    k._ok(k.d.cuMemcpyDtoHAsync(_ptr(host), _ptr(dev_stage), host.numel() * dst._dtype.itemsize,
-                                k.d.CUstream(stream)), "cuMemcpyDtoHAsync")
+    k.memcpy("DtoH", _ptr(host), _ptr(dev_stage), host.numel() * dst._dtype.itemsize, stream)
     k._ok(k.d.cuStreamSynchronize(k.d.CUstream(stream)), "cuStreamSynchronize")
     if host is not dst:
         copy_into(dst, host)

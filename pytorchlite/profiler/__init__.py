@@ -18,7 +18,8 @@ steps (`Optimizer.step#SGD.step`), DataLoader fetches
 (`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`; with workers, each worker
 process's fetches in a row of its own), `ProfilerStep#N` with a
 schedule, memory allocations and frees (profile_memory=True; CPU allocator and the CUDA
-caching allocator), and CUDA kernels timed by CUDA events (not yet run on a GPU).
+caching allocator), and CUDA kernels and host<->device copies (`Memcpy HtoD (Pageable ->
+Device)`, category `gpu_memcpy`) timed by CUDA events (not yet run on a GPU).
 
 `prof.key_averages().table(sort_by="self_cpu_time_total")` prints PyTorch's table;
 `prof.export_chrome_trace("trace.json")` writes a trace for Perfetto / chrome://tracing;

@@ -479,7 +479,8 @@ def build_events(rec, kernels_host=None):
     for k in (kernels_host or ()):
         index, stream, name, start_us, end_us, launch_t, tid = k
         tid = nid(tid)
-        kev = FunctionEvent(len(events), name, tid, start_us, end_us, cat="kernel", device_type="cuda",
+        kev = FunctionEvent(len(events), name, tid, start_us, end_us, device_type="cuda",
+                            cat="gpu_memcpy" if name.startswith("Memcpy ") else "kernel",
                             device_index=index, stream=stream)
         kev.launch_us = us(launch_t)
         evs = starts.get(tid)

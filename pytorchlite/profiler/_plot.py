@@ -14,6 +14,7 @@ PyTorch paper.
 import gzip
 import json
 
+_DEVICE_CATS = ("kernel", "gpu_memcpy")   # events on a device stream's lane
 _COLORS = {"cpu_op": "#4c72b0", "user_annotation": "#dd8452", "kernel": "#55a868", "python_function": "#8172b3",
            "gpu_memcpy": "#c44e52", "backward": "#937860"}
 
@@ -53,10 +54,10 @@ def _lanes(events):
         elif e.get("ph") == "X" and e.get("cat") != "Trace" and isinstance(e.get("pid"), int):
             lanes.setdefault((e["pid"], e["tid"]), []).append(e)
     out = []
-    for key in sorted(lanes, key=lambda k: (lanes[k][0].get("cat") == "kernel", k)):
+    for key in sorted(lanes, key=lambda k: (lanes[k][0].get("cat") in _DEVICE_CATS, k)):
         evs = lanes[key]
         label = names.get(key, f"tid {key[1]}")
-        if evs[0].get("cat") == "kernel":
+        if evs[0].get("cat") in _DEVICE_CATS:
             label = f"{procs.get(key[0], 'GPU')} {label}"
         out.append((label, evs))
     return out

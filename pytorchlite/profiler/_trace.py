@@ -66,7 +66,7 @@ def trace_dict(prof, path=None):
     flow_ids = {}
     for ext, e in enumerate(events, 1):
         if e.device_type == "cuda":
-            out.append({"ph": "X", "cat": "kernel", "name": e.name, "pid": e.device_index, "tid": e.stream,
+            out.append({"ph": "X", "cat": e.cat, "name": e.name, "pid": e.device_index, "tid": e.stream,
                         "ts": ts(e.start_us), "dur": round(e.end_us - e.start_us, 3),
                         "args": {"External id": ext, "device": e.device_index, "stream": e.stream}})
             continue
