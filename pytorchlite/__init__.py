@@ -70,6 +70,7 @@ from pytorchlite.autograd.grad_mode import (  # noqa: E402,F401
     no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, is_inference_mode_enabled,
 )
 from pytorchlite import linalg  # noqa: E402,F401
+from pytorchlite import special  # noqa: E402,F401
 from pytorchlite import nn  # noqa: E402,F401
 from pytorchlite import optim  # noqa: E402,F401
 from pytorchlite import return_types  # noqa: E402,F401
