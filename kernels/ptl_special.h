@@ -322,10 +322,15 @@ PTL_SP_F32_1(k1e)
 
 /* ---- Bessel functions of the first and second kind: the C library's (and CUDA's) ------ */
 
-PTL_FN double ptl_bessel_j0_f64(double x) { return j0(x); }
-PTL_FN double ptl_bessel_j1_f64(double x) { return j1(x); }
-PTL_FN double ptl_bessel_y0_f64(double x) { return x < 0.0 ? PTL_NAN_D : (x == 0.0 ? -PTL_INF_D : y0(x)); }
-PTL_FN double ptl_bessel_y1_f64(double x) { return x < 0.0 ? PTL_NAN_D : (x == 0.0 ? -PTL_INF_D : y1(x)); }
+/* (at +-inf PyTorch gives nan, where the limit 0 is what the C library says) */
+PTL_FN double ptl_bessel_j0_f64(double x) { return ptl_isinf(x) ? PTL_NAN_D : j0(x); }
+PTL_FN double ptl_bessel_j1_f64(double x) { return ptl_isinf(x) ? PTL_NAN_D : j1(x); }
+PTL_FN double ptl_bessel_y0_f64(double x) {
+    return (x < 0.0 || ptl_isinf(x)) ? PTL_NAN_D : (x == 0.0 ? -PTL_INF_D : y0(x));
+}
+PTL_FN double ptl_bessel_y1_f64(double x) {
+    return (x < 0.0 || ptl_isinf(x)) ? PTL_NAN_D : (x == 0.0 ? -PTL_INF_D : y1(x));
+}
 PTL_SP_F32_1(bessel_j0)
 PTL_SP_F32_1(bessel_j1)
 PTL_SP_F32_1(bessel_y0)

@@ -71,6 +71,7 @@ from pytorchlite.autograd.grad_mode import (  # noqa: E402,F401
 )
 from pytorchlite import linalg  # noqa: E402,F401
 from pytorchlite import special  # noqa: E402,F401
+from math import e, inf, nan, pi  # noqa: E402,F401  (torch.e, torch.inf, torch.nan, torch.pi)
 from pytorchlite import nn  # noqa: E402,F401
 from pytorchlite import optim  # noqa: E402,F401
 from pytorchlite import return_types  # noqa: E402,F401
@@ -78,6 +79,7 @@ from pytorchlite import memory  # noqa: E402,F401
 from pytorchlite import cuda  # noqa: E402,F401
 from pytorchlite.serialization import save, load  # noqa: E402,F401
 from pytorchlite import utils  # noqa: E402,F401
+from pytorchlite import distributions  # noqa: E402,F401
 from pytorchlite import multiprocessing  # noqa: E402,F401  (registers the tensor reducers)
 from pytorchlite._core import broadcast_shapes as _bs
 
