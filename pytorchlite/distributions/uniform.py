@@ -1,5 +1,6 @@
 """Uniform(low, high): the half-open interval [low, high)."""
 
+import math
 from numbers import Number
 
 import pytorchlite as torch
@@ -18,9 +19,11 @@ class Uniform(Distribution):
         tensor(1.3863)
     """
 
-    arg_constraints = {"low": constraints.dependent(is_discrete=False, event_dim=0),
-                       "high": constraints.dependent(is_discrete=False, event_dim=0)}
     has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
 
     @property
     def mean(self):
@@ -28,7 +31,7 @@ class Uniform(Distribution):
 
     @property
     def mode(self):
-        return torch.nan * self.high
+        return math.nan * self.high
 
     @property
     def stddev(self):
@@ -42,8 +45,6 @@ class Uniform(Distribution):
         self.low, self.high = broadcast_all(low, high)
         batch_shape = torch.Size() if isinstance(low, Number) and isinstance(high, Number) else self.low.size()
         super().__init__(batch_shape, validate_args=validate_args)
-        if self._validate_args and not torch.lt(self.low, self.high).all():
-            raise ValueError("Uniform is not defined when low>= high")
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(Uniform, _instance)
