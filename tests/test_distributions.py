@@ -280,3 +280,15 @@ def test_validation_errors_are_pytorchs():
     assert math.isnan(D.Normal(0.0, -1.0, validate_args=False).log_prob(P.tensor(0.0)).item())
     with pytest.warns(UserWarning, match="sample_n will be deprecated"):
         assert tuple(D.Normal(0.0, 1.0).sample_n(3).shape) == (3,)
+
+
+def test_docstring_examples():
+    """The `>>>` examples of pytorchlite.distributions and pytorchlite.special run as written."""
+    import doctest
+    import importlib
+    import pkgutil
+    names = ["pytorchlite.special", "pytorchlite.distributions"] + [
+        "pytorchlite.distributions." + m.name for m in pkgutil.iter_modules(D.__path__)]
+    for name in names:
+        result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
+        assert result.failed == 0, name

@@ -80,7 +80,7 @@ class RelaxedBernoulli(TransformedDistribution):
         >>> import pytorchlite
         >>> d = pytorchlite.distributions.RelaxedBernoulli(pytorchlite.tensor(0.5), probs=pytorchlite.tensor(0.3))
         >>> d.log_prob(pytorchlite.tensor(0.5))
-        tensor(-0.1744)
+        tensor(-0.8675)
     """
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
