@@ -8,7 +8,7 @@ log_prob() carry gradients to the parameters.
     tensor([2.1121])
 """
 
-from pytorchlite.distributions import constraints, transforms  # noqa: F401
+from pytorchlite.distributions import constraints, transforms
 from pytorchlite.distributions.bernoulli import Bernoulli
 from pytorchlite.distributions.beta import Beta
 from pytorchlite.distributions.categorical import Categorical
@@ -28,9 +28,18 @@ from pytorchlite.distributions.one_hot_categorical import OneHotCategorical
 from pytorchlite.distributions.poisson import Poisson
 from pytorchlite.distributions.relaxed_bernoulli import RelaxedBernoulli
 from pytorchlite.distributions.transformed_distribution import TransformedDistribution
-from pytorchlite.distributions.transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
-                                                  IndependentTransform, PowerTransform, SigmoidTransform,
-                                                  TanhTransform, Transform, identity_transform)
+from pytorchlite.distributions.transforms import (
+                                                  AbsTransform,
+                                                  AffineTransform,
+                                                  ComposeTransform,
+                                                  ExpTransform,
+                                                  IndependentTransform,
+                                                  PowerTransform,
+                                                  SigmoidTransform,
+                                                  TanhTransform,
+                                                  Transform,
+                                                  identity_transform,
+)
 from pytorchlite.distributions.uniform import Uniform
 
 __all__ = [

@@ -3,7 +3,11 @@
 import pytorchlite as torch
 from pytorchlite.distributions import constraints
 from pytorchlite.distributions.distribution import Distribution
-from pytorchlite.distributions.utils import lazy_property, logits_to_probs, probs_to_logits
+from pytorchlite.distributions.utils import (
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+)
 
 __all__ = ["Categorical"]
 

@@ -15,7 +15,10 @@ from pytorchlite.distributions.exponential import Exponential
 from pytorchlite.distributions.gamma import Gamma
 from pytorchlite.distributions.independent import Independent
 from pytorchlite.distributions.laplace import Laplace
-from pytorchlite.distributions.multivariate_normal import MultivariateNormal, _batch_mahalanobis
+from pytorchlite.distributions.multivariate_normal import (
+    MultivariateNormal,
+    _batch_mahalanobis,
+)
 from pytorchlite.distributions.normal import Normal
 from pytorchlite.distributions.one_hot_categorical import OneHotCategorical
 from pytorchlite.distributions.poisson import Poisson

@@ -1,6 +1,5 @@
 """LogNormal(loc, scale): exp of a Normal."""
 
-import pytorchlite as torch
 from pytorchlite.distributions import constraints
 from pytorchlite.distributions.normal import Normal
 from pytorchlite.distributions.transformed_distribution import TransformedDistribution

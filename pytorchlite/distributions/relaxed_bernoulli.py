@@ -1,14 +1,18 @@
 """RelaxedBernoulli(temperature, probs | logits): the binary Concrete distribution."""
 
-from numbers import Number
-
 import pytorchlite as torch
 from pytorchlite.distributions import constraints
 from pytorchlite.distributions.distribution import Distribution
 from pytorchlite.distributions.transformed_distribution import TransformedDistribution
 from pytorchlite.distributions.transforms import SigmoidTransform
-from pytorchlite.distributions.utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, \
-    probs_to_logits
+from pytorchlite.distributions.utils import (
+    broadcast_all,
+    clamp_probs,
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+    set_probs_or_logits,
+)
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
@@ -21,30 +25,13 @@ class LogitRelaxedBernoulli(Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = temperature
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            is_scalar = isinstance(probs, Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = torch.Size() if is_scalar else self._param.size()
+        batch_shape = set_probs_or_logits(self, probs, logits)
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(LogitRelaxedBernoulli, _instance)
-        batch_shape = torch.Size(batch_shape)
+        new = self._expand_params(LogitRelaxedBernoulli, batch_shape, _instance, "probs", "logits")
         new.temperature = self.temperature
-        if "probs" in self.__dict__:
-            new.probs = self.probs.expand(batch_shape)
-            new._param = new.probs
-        if "logits" in self.__dict__:
-            new.logits = self.logits.expand(batch_shape)
-            new._param = new.logits
-        super(LogitRelaxedBernoulli, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
+        new._param = new.probs if "probs" in self.__dict__ else new.logits
         return new
 
     @lazy_property

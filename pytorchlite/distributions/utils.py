@@ -70,3 +70,15 @@ class lazy_property:
         setattr(instance, self.wrapped.__name__, value)
         return value
 
+
+
+def set_probs_or_logits(dist, probs, logits):
+    """Store exactly one of `probs` and `logits` on a binary distribution (as a tensor, in
+    `_param` too) and return its batch shape (() for a Python number)."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    given = probs if probs is not None else logits
+    (value,) = broadcast_all(given)
+    setattr(dist, "probs" if probs is not None else "logits", value)
+    dist._param = value
+    return torch.Size() if isinstance(given, Number) else value.size()
