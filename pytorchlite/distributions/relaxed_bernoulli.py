@@ -2,15 +2,13 @@
 
 import pytorchlite as torch
 from pytorchlite.distributions import constraints
+from pytorchlite.distributions.bernoulli import Bernoulli
 from pytorchlite.distributions.distribution import Distribution
 from pytorchlite.distributions.transformed_distribution import TransformedDistribution
 from pytorchlite.distributions.transforms import SigmoidTransform
 from pytorchlite.distributions.utils import (
     broadcast_all,
     clamp_probs,
-    lazy_property,
-    logits_to_probs,
-    probs_to_logits,
     set_probs_or_logits,
 )
 
@@ -34,17 +32,10 @@ class LogitRelaxedBernoulli(Distribution):
         new._param = new.probs if "probs" in self.__dict__ else new.logits
         return new
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
+    # the same parameters as Bernoulli's
+    logits = Bernoulli.logits
+    probs = Bernoulli.probs
+    param_shape = Bernoulli.param_shape
 
     def rsample(self, sample_shape=torch.Size()):
         shape = self._extended_shape(sample_shape)

@@ -73,24 +73,23 @@ class Transform:
         return not self.__eq__(other)
 
     def __call__(self, x):
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = x, y
-        return y
+        return self._through_cache(x, forward=True)
 
     def _inv_call(self, y):
+        return self._through_cache(y, forward=False)
+
+    def _through_cache(self, value, forward):
+        """f(value) or its inverse; with cache_size=1, the other half of the last pair when
+        `value` is the very tensor last given or returned."""
+        fn = self._call if forward else self._inverse
         if self._cache_size == 0:
-            return self._inverse(y)
+            return fn(value)
         x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = x, y
-        return x
+        if value is (x_old if forward else y_old):
+            return y_old if forward else x_old
+        result = fn(value)
+        self._cached_x_y = (value, result) if forward else (result, value)
+        return result
 
     def _call(self, x):
         raise NotImplementedError
