@@ -42,6 +42,16 @@ CASES = {
     "OneHotCategorical": (lambda m: (m([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]),), [[[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]]],
                           ("mode", "enumerate_support")),
     "Dirichlet": (lambda m: (m([[0.5, 2.0, 3.0], [1.0, 1.0, 4.0]]),), [[[0.2, 0.3, 0.5], [0.6, 0.3, 0.1]]], ("mode",)),
+    "Cauchy": (lambda m: (m([0.0, 1.0]), m([1.0, 2.0])), [[0.3, -1.7]], ("cdf", "icdf", "mode")),
+    "HalfNormal": (lambda m: (m([1.0, 2.0]),), [[0.3, 1.7]], ("cdf", "icdf", "mode")),
+    "HalfCauchy": (lambda m: (m([1.0, 2.0]),), [[0.3, 1.7]], ("cdf", "icdf", "mode")),
+    "Chi2": (lambda m: (m([1.0, 4.0]),), [[0.3, 1.7]], ("cdf", "mode")),
+    "Geometric": (lambda m: (m([0.2, 0.9]),), [[0.0, 3.0]], ("mode",)),
+    "Gumbel": (lambda m: (m([0.0, 1.0]), m([1.0, 2.0])), [[0.3, -1.7]], ("cdf", "icdf", "mode")),
+    "Pareto": (lambda m: (m([1.0, 2.0]), m([0.5, 3.0])), [[1.3, 2.7]], ("cdf", "icdf", "mode")),
+    "Weibull": (lambda m: (m([1.0, 2.0]), m([0.5, 3.0])), [[1.3, 2.7]], ("cdf", "icdf", "mode")),
+    "StudentT": (lambda m: (m([0.5, 1.5, 5.0]), m([0.0, 1.0, -1.0]), m([1.0, 2.0, 0.5])), [[0.3, -1.7, 2.0]],
+                 ("mode",)),
 }
 
 
@@ -188,6 +198,12 @@ def test_sample_moments():
         (D.Bernoulli(P.tensor([0.3])), 0.3, 0.21),
         (D.Uniform(P.tensor([-1.0]), P.tensor([3.0])), 1.0, 16 / 12),
         (D.LogNormal(P.tensor([0.0]), P.tensor([0.5])), math.exp(0.125), (math.exp(0.25) - 1) * math.exp(0.25)),
+        (D.Chi2(P.tensor([3.0])), 3.0, 6.0),
+        (D.HalfNormal(P.tensor([1.0])), math.sqrt(2 / math.pi), 1 - 2 / math.pi),
+        (D.Geometric(P.tensor([0.4])), 1.5, 3.75),
+        (D.Gumbel(P.tensor([1.0]), P.tensor([0.5])), 1.0 + 0.5 * 0.5772156649, (math.pi * 0.5) ** 2 / 6),
+        (D.Weibull(P.tensor([1.0]), P.tensor([2.0])), math.gamma(1.5), math.gamma(2.0) - math.gamma(1.5) ** 2),
+        (D.StudentT(P.tensor([6.0])), 0.0, 1.5),
     ]
     for d, mean, var in checks:
         s = d.sample((n,))

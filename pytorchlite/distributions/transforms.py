@@ -10,7 +10,8 @@ from pytorchlite.distributions import constraints
 from pytorchlite.distributions.utils import _sum_rightmost
 
 __all__ = ["AbsTransform", "AffineTransform", "ComposeTransform", "ExpTransform", "IndependentTransform",
-           "PowerTransform", "SigmoidTransform", "TanhTransform", "Transform", "identity_transform"]
+           "PowerTransform", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "TanhTransform",
+           "Transform", "identity_transform"]
 
 
 class Transform:
@@ -396,6 +397,52 @@ class SigmoidTransform(Transform):
 
     def log_abs_det_jacobian(self, x, y):
         return -torch.nn.functional.softplus(-x) - torch.nn.functional.softplus(x)
+
+
+class SoftplusTransform(Transform):
+    """y = log(1 + exp(x))."""
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other):
+        return isinstance(other, SoftplusTransform)
+
+    def _call(self, x):
+        return torch.nn.functional.softplus(x)
+
+    def _inverse(self, y):
+        return (-y).expm1().neg().log() + y
+
+    def log_abs_det_jacobian(self, x, y):
+        return -torch.nn.functional.softplus(-x)
+
+
+class SoftmaxTransform(Transform):
+    """y = softmax(x) over the last dim (not bijective: its inverse is log y)."""
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+
+    def __eq__(self, other):
+        return isinstance(other, SoftmaxTransform)
+
+    def _call(self, x):
+        probs = (x - x.max(-1, True)[0]).exp()
+        return probs / probs.sum(-1, True)
+
+    def _inverse(self, y):
+        return y.log()
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return shape
 
 
 class TanhTransform(Transform):
