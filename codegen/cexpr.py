@@ -41,7 +41,7 @@ FUNCTIONS = {
     "chebyshev_v": (2, "f"), "chebyshev_w": (2, "f"), "shifted_chebyshev_t": (2, "f"),
     "shifted_chebyshev_u": (2, "f"), "shifted_chebyshev_v": (2, "f"), "shifted_chebyshev_w": (2, "f"),
     "hermite_h": (2, "f"), "hermite_he": (2, "f"), "laguerre_l": (2, "f"), "legendre_p": (2, "f"),
-    "entr": (1, "f"), "sinc": (1, "f"), "xlog1py": (2, "f"),
+    "entr": (1, "f"), "sinc": (1, "f"), "xlog1py": (2, "f"), "airy_ai": (1, "f"),
 }
 
 _BINARY = [  # lowest to highest precedence

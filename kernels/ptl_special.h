@@ -249,6 +249,31 @@ PTL_FN double ptl_sp_bessel_i(double x, int order, int scaled) {
     return (order && x < 0.0) ? -r : r;
 }
 
+/* Steed's continued fraction CF2 (Numerical Recipes' bessik) for x >= about 2 and
+ * |nu| <= 1/2: K_nu(x) = sqrt(pi / (2x)) e^-x / s with s returned, and *h the quantity
+ * that gives K_{nu+1}(x) = K_nu(x) (nu + x + 1/2 - h) / x. */
+PTL_FN double ptl_sp_steed_cf2(double x, double nu, double *h_out) {
+    double b = 2.0 * (1.0 + x), d = 1.0 / b, h = d, delh = d, q1 = 0.0, q2 = 1.0;
+    double a1 = 0.25 - nu * nu, q = a1, c = a1, a = -a1, s = 1.0 + q * delh;
+    for (int i = 2; i < 10000; i++) {
+        a -= 2.0 * (i - 1);
+        c = -a * c / i;
+        double qnew = (q1 - b * q2) / a;
+        q1 = q2;
+        q2 = qnew;
+        q += c * qnew;
+        b += 2.0;
+        d = 1.0 / (b + a * d);
+        delh = (b * d - 1.0) * delh;
+        h += delh;
+        double dels = q * delh;
+        s += dels;
+        if (fabs(dels / s) < PTL_SP_EPS) break;
+    }
+    *h_out = a1 * h;
+    return s;
+}
+
 PTL_FN double ptl_sp_bessel_k(double x, int order, int scaled) {
     if (x != x) return x;
     if (x < 0.0) return PTL_NAN_D;
@@ -280,24 +305,7 @@ PTL_FN double ptl_sp_bessel_k(double x, int order, int scaled) {
         }
         return scaled ? r * exp(x) : r;
     }
-    double b = 2.0 * (1.0 + x), d = 1.0 / b, h = d, delh = d, q1 = 0.0, q2 = 1.0;
-    double a1 = 0.25, q = a1, c = a1, a = -a1, s = 1.0 + q * delh;
-    for (int i = 2; i < 10000; i++) {
-        a -= 2.0 * (i - 1);
-        c = -a * c / i;
-        double qnew = (q1 - b * q2) / a;
-        q1 = q2;
-        q2 = qnew;
-        q += c * qnew;
-        b += 2.0;
-        d = 1.0 / (b + a * d);
-        delh = (b * d - 1.0) * delh;
-        h += delh;
-        double dels = q * delh;
-        s += dels;
-        if (fabs(dels / s) < PTL_SP_EPS) break;
-    }
-    h = a1 * h;
+    double h, s = ptl_sp_steed_cf2(x, 0.0, &h);
     double k0 = sqrt(PTL_SP_PI / (2.0 * x)) / s;
     double r = order ? k0 * (x + 0.5 - h) / x : k0;
     return scaled ? r : r * exp(-x);
@@ -319,6 +327,50 @@ PTL_SP_F32_1(k0)
 PTL_SP_F32_1(k0e)
 PTL_SP_F32_1(k1)
 PTL_SP_F32_1(k1e)
+
+/* The Airy function Ai: its Maclaurin series on (-8, 1.65); beyond 1.65 (zeta >= 2)
+ * sqrt(x / 3) / pi K_{1/3}(zeta), zeta = 2/3 x^(3/2), by the continued fraction; below -8
+ * the oscillating asymptotic expansion (its smallest term, about e^-2zeta, is below the
+ * rounding there). */
+PTL_FN double ptl_airy_ai_f64(double x) {
+    if (x != x) return x;
+    if (ptl_isinf(x)) return PTL_NAN_D;   /* (PyTorch's, though the limit at +inf is 0) */
+    if (x >= 1.65) {
+        double z = (2.0 / 3.0) * x * sqrt(x), h;
+        if (z > 745.0) return 0.0;
+        double s = ptl_sp_steed_cf2(z, 1.0 / 3.0, &h);
+        return sqrt(x / 3.0) / PTL_SP_PI * sqrt(PTL_SP_PI / (2.0 * z)) * exp(-z) / s;
+    }
+    if (x > -8.0) {
+        double f = 1.0, g = x, tf = 1.0, tg = x, x3 = x * x * x;
+        for (int k = 1; k < 200; k++) {
+            tf *= x3 / ((3.0 * k - 1.0) * (3.0 * k));
+            tg *= x3 / ((3.0 * k) * (3.0 * k + 1.0));
+            f += tf;
+            g += tg;
+            if (fabs(tf) < 1e-17 * fabs(f) && fabs(tg) < 1e-17 * fabs(g)) break;
+        }
+        return 0.355028053887817239 * f - 0.258819403792806798 * g;
+    }
+    double t = -x, z = (2.0 / 3.0) * t * sqrt(t);
+    double u = 1.0, p = 1.0, q = 0.0, zk = 1.0, last = 1.0;
+    /* u_k = u_{k-1} (6k-5)(6k-3)(6k-1) / ((2k-1) 216 k); even k go to p, odd to q, alternating */
+    for (int k = 1; k < 60; k++) {
+        u *= (6.0 * k - 5.0) * (6.0 * k - 3.0) * (6.0 * k - 1.0) / ((2.0 * k - 1.0) * 216.0 * k);
+        zk *= z;
+        double term = u / zk;
+        if (term > last) break;
+        last = term;
+        int j = k / 2;
+        double sgn = (j % 2) ? -1.0 : 1.0;
+        if (k % 2) q += sgn * term;
+        else p += sgn * term;
+        if (term < 1e-17) break;
+    }
+    double ph = z + 0.25 * PTL_SP_PI;
+    return (sin(ph) * p - cos(ph) * q) / (PTL_SP_SQRTPI * sqrt(sqrt(t)));
+}
+PTL_SP_F32_1(airy_ai)
 
 /* ---- Bessel functions of the first and second kind: the C library's (and CUDA's) ------ */
 
