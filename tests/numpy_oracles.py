@@ -920,3 +920,16 @@ def layer_norm(x, normalized_shape, w=None, b=None, eps=1e-5):
     if b is not None:
         y = y + b
     return y
+
+
+# PyTorch has float32/float64 kernels only for these (float16/bfloat16 raise its
+# NotImplementedError, as ours do), and igamma/igammac take no integer or bool operands
+_NO_HALF = tuple(d for d in ALL_DTYPES if d not in ("float16", "bfloat16"))
+for _name, (_fn, _kind, _dtypes) in list(POINTWISE.items()):
+    if _name.startswith("special_") and _name[len("special_"):] in (
+            "erfcx", "log_ndtr", "ndtri", "zeta", "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
+            "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+            "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0") or "polynomial" in _name:
+        POINTWISE[_name] = (_fn, _kind, _NO_HALF)
+    elif _name in ("igamma", "igammac"):
+        POINTWISE[_name] = (_fn, _kind, FLOAT_DTYPES)
