@@ -133,6 +133,8 @@ PTL_SP_F32_2(zeta)
 /* polygamma of order n >= 1: (-1)^(n+1) n! zeta(n + 1, x) (order 0, digamma, is its own
  * operator: the body picks it) */
 PTL_FN double ptl_polygamma_f64(double x, double n) {
+    /* order 1 is PyTorch's trigamma, whose limits are 0 at inf and nan at -inf */
+    if (n == 1.0 && (x == PTL_INF_D || x == -PTL_INF_D)) return x > 0.0 ? 0.0 : PTL_NAN_D;
     double sign = fmod(n, 2.0) == 0.0 ? -1.0 : 1.0;
     return sign * exp(lgamma(n + 1.0)) * ptl_zeta_f64(n + 1.0, x);
 }
@@ -189,24 +191,29 @@ PTL_FN double ptl_sp_igamc_cf(double a, double x) {
     return ans * ax;
 }
 
-/* PyTorch's igamma (special.gammainc) and igammac (special.gammaincc), with its edge values */
+/* PyTorch's igamma (special.gammainc) and igammac (special.gammaincc), with its edge values:
+ * its boundary tests come before any nan test, so a nan operand gives a boundary value
+ * where the other one decides it (igamma(nan, 0) = 0, igamma(inf, nan) = 0,
+ * igamma(nan, inf) = 1); a nan reaching the series or the fraction gives nan */
 PTL_FN double ptl_igamma_f64(double a, double x) {
-    if (a != a || x != x || a < 0.0 || x < 0.0) return PTL_NAN_D;
+    if (a < 0.0 || x < 0.0) return PTL_NAN_D;
     if (a == 0.0) return x > 0.0 ? 1.0 : PTL_NAN_D;
     if (x == 0.0) return 0.0;
     if (a == PTL_INF_D) return x == PTL_INF_D ? PTL_NAN_D : 0.0;
     if (x == PTL_INF_D) return 1.0;
+    if (a != a || x != x) return PTL_NAN_D;
     if (x > 1.0 && x > a) return 1.0 - ptl_sp_igamc_cf(a, x);
     return ptl_sp_igam_series(a, x);
 }
 PTL_SP_F32_2(igamma)
 
 PTL_FN double ptl_igammac_f64(double a, double x) {
-    if (a != a || x != x || a < 0.0 || x < 0.0) return PTL_NAN_D;
+    if (a < 0.0 || x < 0.0) return PTL_NAN_D;
     if (a == 0.0) return x > 0.0 ? 0.0 : PTL_NAN_D;
     if (x == 0.0) return 1.0;
     if (a == PTL_INF_D) return x == PTL_INF_D ? PTL_NAN_D : 1.0;
     if (x == PTL_INF_D) return 0.0;
+    if (a != a || x != x) return PTL_NAN_D;
     if (x < 1.0 || x < a) return 1.0 - ptl_sp_igam_series(a, x);
     return ptl_sp_igamc_cf(a, x);
 }

@@ -301,6 +301,22 @@ SCIPY_ONLY = {"erfinv", "lgamma", "digamma", "_polygamma", "i0", "igamma", "igam
         "legendre_polynomial_p")}
 
 
+def _igamma_boundaries(fn, zero_x, inf_a, inf_x):
+    """SciPy's gammainc/gammaincc with PyTorch's boundary values (calc_igamma/calc_igammac
+    in ATen's Math.h): PyTorch tests x == 0, isinf(a) and isinf(x) before a nan can reach
+    the series, so nan meets a boundary there (igamma(nan, 0) = 0, igamma(inf, nan) = 0,
+    igamma(nan, inf) = 1) where SciPy gives nan throughout."""
+    def ref(a, x):
+        with np.errstate(invalid="ignore"):
+            out = np.asarray(fn(a, x), dtype=np.float64)
+            outside = (a < 0) | (x < 0) | ((a == 0) & ~(x > 0))
+            bound = np.where(x == 0, zero_x, np.where(np.isinf(a), np.where(np.isinf(x), np.nan, inf_a),
+                                                         np.where(np.isinf(x), inf_x, np.nan)))
+            at_bound = ~outside & (a != 0) & ((x == 0) | np.isinf(a) | np.isinf(x))
+        return np.where(at_bound, bound, out)
+    return ref
+
+
 def _polynomial(fn):
     """p(x, n) with n truncated to an integer and 0 for n < 0 (PyTorch's convention)."""
     def ref(x, n):
@@ -319,8 +335,8 @@ if _special is not None:
         "_polygamma": (_float(lambda x, n: _s.polygamma(int(n), x) if n else _s.psi(x)), "float", F_ALL),
         "i0": (_float(_s.i0), "float", F_ALL),
         "sinc": (_float(np.sinc), "float", F_ALL),
-        "igamma": (_float(_s.gammainc), "float", F_ALL),
-        "igammac": (_float(_s.gammaincc), "float", F_ALL),
+        "igamma": (_float(_igamma_boundaries(_s.gammainc, 0.0, 0.0, 1.0)), "float", F_ALL),
+        "igammac": (_float(_igamma_boundaries(_s.gammaincc, 1.0, 1.0, 0.0)), "float", F_ALL),
         "special_erfcx": (_float(_s.erfcx), "float", F_ALL),
         "special_ndtr": (_float(_s.ndtr), "float", F_ALL),
         "special_log_ndtr": (_float(_s.log_ndtr), "float", F_ALL),

@@ -68,6 +68,11 @@ ORACLES = {
     "_div_floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
     # (the private op wants both bounds; torch.clamp also takes None for either)
     "_clamp": lambda x, lo, hi: torch.clamp(x, *_numbers("_clamp", (lo, hi), tensors=True)),
+    # PyTorch's float16/bfloat16 ndtr loses the lower tail (0 at x = -3.69 where the value,
+    # 1.1e-4, is a normal float16): the reference there is its float32 kernel rounded once
+    "special_ndtr": lambda x: (torch.special.ndtr(x.float()).to(x.dtype)
+                               if isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16)
+                               else torch.special.ndtr(x)),
     "threshold_backward": lambda g, x, threshold: torch.ops.aten.threshold_backward(
         *_tensors("threshold_backward", (g, x)), *_numbers("threshold_backward", (threshold,))),
 }
@@ -89,11 +94,19 @@ def _numbers(op, values, tensors=False):
             raise TypeError(f"{op}(): expected a Number, got {type(v).__name__}")
     return values
 
+def _polygamma(x, n):
+    # the private op takes polygamma's int order as a Scalar: a non-integral one is refused
+    _numbers("_polygamma", (n,))
+    if not (math.isfinite(n) and float(n).is_integer()):
+        raise RuntimeError(f"polygamma(n, x): the order n must be an integer, got {n}")
+    return torch.polygamma(int(n), x)
+
+
 def oracle_for(name):
     if name in ORACLES:
         return ORACLES[name]
     if name == "_polygamma":
-        return lambda x, n: torch.polygamma(int(n), x)
+        return _polygamma
     if name.startswith("special_"):     # pytorchlite.special's entries, by PyTorch's name
         name = name[len("special_"):]
     for ns in (torch, TF, torch.special):

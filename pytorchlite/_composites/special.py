@@ -14,6 +14,8 @@ def polygamma(n, self):
 
 
 def mvlgamma(self, p):
+    if self.dtype.name == "bool":
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     # lgamma(self - i/2) for i < p, summed over a trailing dim of the p shifts (integer
