@@ -332,7 +332,11 @@ if _special is not None:
         # (-inf at +0 and inf at -0, as PyTorch: the limit from each side)
         "digamma": (_float(lambda x: np.where(x == 0, np.where(np.signbit(x), np.inf, -np.inf), _s.psi(x))),
                     "float", F_ALL),
-        "_polygamma": (_float(lambda x, n: _s.polygamma(int(n), x) if n else _s.psi(x)), "float", F_ALL),
+        # (order 1 is PyTorch's trigamma: nan at -inf, where SciPy gives inf; higher orders
+        # go through PyTorch's zeta(n + 1, x), nan at inf where SciPy gives the limit 0)
+        "_polygamma": (_float(lambda x, n: np.where((np.isneginf(x) & (n == 1)) | (np.isposinf(x) & (n >= 2)),
+                                                    np.nan, _s.polygamma(int(n), x))
+                              if n else _s.psi(x)), "float", F_ALL),
         "i0": (_float(_s.i0), "float", F_ALL),
         "sinc": (_float(np.sinc), "float", F_ALL),
         "igamma": (_float(_igamma_boundaries(_s.gammainc, 0.0, 0.0, 1.0)), "float", F_ALL),

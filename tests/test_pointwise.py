@@ -99,7 +99,19 @@ def _polygamma(x, n):
     _numbers("_polygamma", (n,))
     if not (math.isfinite(n) and float(n).is_integer()):
         raise RuntimeError(f"polygamma(n, x): the order n must be an integer, got {n}")
-    return torch.polygamma(int(n), x)
+    r = torch.polygamma(int(n), x)
+    if int(n) == 1 and isinstance(x, torch.Tensor) and r.dtype != torch.float64:
+        # its float32 trigamma forms sin(pi x) in float32, good to about 2e-6 near the
+        # poles: the reference is its float64 kernel rounded once (what ours computes)
+        r = torch.polygamma(1, x.to(torch.float64)).to(r.dtype)
+    if int(n) == 1 and isinstance(x, torch.Tensor):
+        # PyTorch's trigamma divides by sin(pi x)^2, which rounds to a tiny nonzero at the
+        # negative integers: a huge finite value where the function has its pole (SciPy,
+        # and ours, give inf); its other values, 0 at inf and nan at -inf, stand
+        xf = x.to(torch.float64)
+        pole = (xf <= 0) & (xf == torch.floor(xf)) & torch.isfinite(xf)
+        r = torch.where(pole, torch.tensor(math.inf, dtype=r.dtype), r)
+    return r
 
 
 def oracle_for(name):
