@@ -32,16 +32,6 @@ FUNCTIONS = {
     "clamp": (3, "fi"), "clamp_min": (2, "fi"), "clamp_max": (2, "fi"),
     "lerp": (3, "f"),
     "lshift": (2, "i"), "rshift": (2, "i"),
-    # special functions (kernels/ptl_special.h)
-    "erfcx": (1, "f"), "log_ndtr": (1, "f"), "ndtri": (1, "f"), "zeta": (2, "f"), "polygamma": (2, "f"),
-    "igamma": (2, "f"), "igammac": (2, "f"), "i0": (1, "f"), "i0e": (1, "f"), "i1": (1, "f"),
-    "i1e": (1, "f"), "k0": (1, "f"), "k0e": (1, "f"), "k1": (1, "f"), "k1e": (1, "f"),
-    "bessel_j0": (1, "f"), "bessel_j1": (1, "f"), "bessel_y0": (1, "f"), "bessel_y1": (1, "f"),
-    "spherical_bessel_j0": (1, "f"), "chebyshev_t": (2, "f"), "chebyshev_u": (2, "f"),
-    "chebyshev_v": (2, "f"), "chebyshev_w": (2, "f"), "shifted_chebyshev_t": (2, "f"),
-    "shifted_chebyshev_u": (2, "f"), "shifted_chebyshev_v": (2, "f"), "shifted_chebyshev_w": (2, "f"),
-    "hermite_h": (2, "f"), "hermite_he": (2, "f"), "laguerre_l": (2, "f"), "legendre_p": (2, "f"),
-    "entr": (1, "f"), "sinc": (1, "f"), "xlog1py": (2, "f"), "airy_ai": (1, "f"),
 }
 
 _BINARY = [  # lowest to highest precedence

@@ -59,7 +59,6 @@ HELPERS = (
     "masked_select_backward", "index_put_self_backward", "index_put_values_backward", "masked_fill_value_backward",
     "pow_self_backward", "pow_exponent_backward", "mm_mat2_backward", "gelu_tanh_backward", "mish_backward", "softplus_backward",
     "hardswish_backward", "copysign_backward", "xlogy_self_backward", "xlogy_other_backward",
-    "not_implemented", "xlog1py_self_backward",
     "cat_backward", "gather_backward", "scatter_self_backward", "scatter_src_backward", "scatter_reduce_backward",
     "index_source_backward", "masked_scatter_source_backward", "diag_backward", "pad_backward",
     # @@ section: data-movement @@

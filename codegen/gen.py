@@ -483,11 +483,9 @@ def _is_factory(op):
 
 
 def _public_name(op):
-    """The name in the Python namespace (`norm` for linalg_norm in pytorchlite.linalg,
-    `expit` for special_expit in pytorchlite.special: PyTorch's native names)."""
-    for module in ("linalg", "special"):
-        if op.python_module == module and op.name.startswith(module + "_"):
-            return op.name[len(module) + 1:]
+    """The name in the Python namespace (`norm` for linalg_norm in pytorchlite.linalg)."""
+    if op.python_module == "linalg" and op.name.startswith("linalg_"):
+        return op.name[len("linalg_"):]
     return op.name
 
 

@@ -403,7 +403,4 @@ PTL_SHIFT_FUNCS(int32_t, i32, uint32_t, 1)
 PTL_SHIFT_FUNCS(int64_t, i64, uint64_t, 1)
 PTL_SHIFT_FUNCS(uint8_t, u8, uint32_t, 0)
 
-/* ---- the special functions (pytorchlite.special) that need loops: ptl_special.h ----- */
-#include "ptl_special.h"
-
 #endif

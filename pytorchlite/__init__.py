@@ -70,8 +70,6 @@ from pytorchlite.autograd.grad_mode import (  # noqa: E402,F401
     no_grad, enable_grad, set_grad_enabled, inference_mode, is_grad_enabled, is_inference_mode_enabled,
 )
 from pytorchlite import linalg  # noqa: E402,F401
-from pytorchlite import special  # noqa: E402,F401
-from math import e, inf, nan, pi  # noqa: E402,F401  (torch.e, torch.inf, torch.nan, torch.pi)
 from pytorchlite import nn  # noqa: E402,F401
 from pytorchlite import profiler  # noqa: E402,F401
 from pytorchlite import optim  # noqa: E402,F401
@@ -84,7 +82,6 @@ from pytorchlite import utils  # noqa: E402,F401
 from pytorchlite import jit  # noqa: E402,F401
 from pytorchlite.jit import compile  # noqa: E402,F401  (torch.compile's place)
 from pytorchlite import onnx  # noqa: E402,F401
-from pytorchlite import distributions  # noqa: E402,F401
 from pytorchlite import multiprocessing  # noqa: E402,F401  (registers the tensor reducers)
 from pytorchlite import distributed  # noqa: E402,F401
 from pytorchlite._core import broadcast_shapes as _bs

@@ -289,91 +289,6 @@ POINTWISE = {
 if _special is not None:
     POINTWISE["erfinv"] = (_float(_special.erfinv), "float", F_ALL)
 
-# the special functions (kernels/ptl_special.h): SciPy's, where it is installed
-SCIPY_ONLY = {"erfinv", "lgamma", "digamma", "_polygamma", "i0", "igamma", "igammac"} | {
-    "special_" + n for n in (
-        "erfcx", "ndtr", "log_ndtr", "ndtri", "i0e", "i1", "i1e", "entr", "xlog1py", "zeta", "airy_ai", "bessel_j0",
-        "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0",
-        "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0",
-        "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
-        "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
-        "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
-        "legendre_polynomial_p")}
-
-
-def _igamma_boundaries(fn, zero_x, inf_a, inf_x):
-    """SciPy's gammainc/gammaincc with PyTorch's boundary values (calc_igamma/calc_igammac
-    in ATen's Math.h): PyTorch tests x == 0, isinf(a) and isinf(x) before a nan can reach
-    the series, so nan meets a boundary there (igamma(nan, 0) = 0, igamma(inf, nan) = 0,
-    igamma(nan, inf) = 1) where SciPy gives nan throughout."""
-    def ref(a, x):
-        with np.errstate(invalid="ignore"):
-            out = np.asarray(fn(a, x), dtype=np.float64)
-            outside = (a < 0) | (x < 0) | ((a == 0) & ~(x > 0))
-            bound = np.where(x == 0, zero_x, np.where(np.isinf(a), np.where(np.isinf(x), np.nan, inf_a),
-                                                         np.where(np.isinf(x), inf_x, np.nan)))
-            at_bound = ~outside & (a != 0) & ((x == 0) | np.isinf(a) | np.isinf(x))
-        return np.where(at_bound, bound, out)
-    return ref
-
-
-def _polynomial(fn):
-    """p(x, n) with n truncated to an integer and 0 for n < 0 (PyTorch's convention)."""
-    def ref(x, n):
-        k = np.where(np.isfinite(n) & (n >= 0), np.trunc(n), 0).astype(np.int64)
-        return np.where(np.isnan(n) | np.isnan(x), np.nan, np.where(n < 0, 0.0, fn(k, x)))
-    return ref
-
-
-if _special is not None:
-    _s = _special
-    POINTWISE.update({
-        "lgamma": (_float(lambda x: np.where(np.isneginf(x), np.inf, _s.gammaln(x))), "float", F_ALL),
-        # (-inf at +0 and inf at -0, as PyTorch: the limit from each side)
-        "digamma": (_float(lambda x: np.where(x == 0, np.where(np.signbit(x), np.inf, -np.inf), _s.psi(x))),
-                    "float", F_ALL),
-        # (order 1 is PyTorch's trigamma: nan at -inf, where SciPy gives inf; higher orders
-        # go through PyTorch's zeta(n + 1, x), nan at inf where SciPy gives the limit 0)
-        "_polygamma": (_float(lambda x, n: np.where((np.isneginf(x) & (n == 1)) | (np.isposinf(x) & (n >= 2)),
-                                                    np.nan, _s.polygamma(int(n), x))
-                              if n else _s.psi(x)), "float", F_ALL),
-        "i0": (_float(_s.i0), "float", F_ALL),
-        "sinc": (_float(np.sinc), "float", F_ALL),
-        "igamma": (_float(_igamma_boundaries(_s.gammainc, 0.0, 0.0, 1.0)), "float", F_ALL),
-        "igammac": (_float(_igamma_boundaries(_s.gammaincc, 1.0, 1.0, 0.0)), "float", F_ALL),
-        "special_erfcx": (_float(_s.erfcx), "float", F_ALL),
-        "special_ndtr": (_float(_s.ndtr), "float", F_ALL),
-        "special_log_ndtr": (_float(_s.log_ndtr), "float", F_ALL),
-        "special_ndtri": (_float(_s.ndtri), "float", F_ALL),
-        "special_i0e": (_float(_s.i0e), "float", F_ALL),
-        "special_i1": (_float(_s.i1), "float", F_ALL),
-        "special_i1e": (_float(_s.i1e), "float", F_ALL),
-        "special_entr": (_float(_s.entr), "float", F_ALL),
-        "special_xlog1py": (_float(lambda x, y: np.where(np.isnan(y), np.nan, _s.xlog1py(x, y))), "float", F_ALL),
-        "special_zeta": (_float(_s.zeta), "float", F_ALL),
-        "special_airy_ai": (_float(lambda x: _s.airy(x)[0]), "float", F_ALL),
-        "special_bessel_j0": (_float(lambda x: np.where(np.isinf(x), np.nan, _s.j0(x))), "float", F_ALL),
-        "special_bessel_j1": (_float(lambda x: np.where(np.isinf(x), np.nan, _s.j1(x))), "float", F_ALL),
-        "special_bessel_y0": (_float(lambda x: np.where(np.isinf(x), np.nan, _s.y0(x))), "float", F_ALL),
-        "special_bessel_y1": (_float(lambda x: np.where(np.isinf(x), np.nan, _s.y1(x))), "float", F_ALL),
-        "special_modified_bessel_i0": (_float(_s.i0), "float", F_ALL),
-        "special_modified_bessel_i1": (_float(_s.i1), "float", F_ALL),
-        "special_modified_bessel_k0": (_float(_s.k0), "float", F_ALL),
-        "special_modified_bessel_k1": (_float(_s.k1), "float", F_ALL),
-        "special_scaled_modified_bessel_k0": (_float(_s.k0e), "float", F_ALL),
-        "special_scaled_modified_bessel_k1": (_float(_s.k1e), "float", F_ALL),
-        "special_spherical_bessel_j0": (_float(lambda x: np.where(np.isinf(x), 0.0, _s.spherical_jn(0, x))),
-                                        "float", F_ALL),
-        "special_chebyshev_polynomial_t": (_float(_polynomial(_s.eval_chebyt)), "float", F_ALL),
-        "special_chebyshev_polynomial_u": (_float(_polynomial(_s.eval_chebyu)), "float", F_ALL),
-        "special_shifted_chebyshev_polynomial_t": (_float(_polynomial(_s.eval_sh_chebyt)), "float", F_ALL),
-        "special_shifted_chebyshev_polynomial_u": (_float(_polynomial(_s.eval_sh_chebyu)), "float", F_ALL),
-        "special_hermite_polynomial_h": (_float(_polynomial(_s.eval_hermite)), "float", F_ALL),
-        "special_hermite_polynomial_he": (_float(_polynomial(_s.eval_hermitenorm)), "float", F_ALL),
-        "special_laguerre_polynomial_l": (_float(_polynomial(_s.eval_laguerre)), "float", F_ALL),
-        "special_legendre_polynomial_p": (_float(_polynomial(_s.eval_legendre)), "float", F_ALL),
-    })
-
 
 def reference(name, arrays, dtype, scalars):
     """NumPy's answer for pointwise operator `name` on `arrays` (operands of `dtype`), as a
@@ -940,16 +855,3 @@ def layer_norm(x, normalized_shape, w=None, b=None, eps=1e-5):
     if b is not None:
         y = y + b
     return y
-
-
-# PyTorch has float32/float64 kernels only for these (float16/bfloat16 raise its
-# NotImplementedError, as ours do), and igamma/igammac take no integer or bool operands
-_NO_HALF = tuple(d for d in ALL_DTYPES if d not in ("float16", "bfloat16"))
-for _name, (_fn, _kind, _dtypes) in list(POINTWISE.items()):
-    if _name.startswith("special_") and _name[len("special_"):] in (
-            "erfcx", "log_ndtr", "ndtri", "zeta", "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
-            "modified_bessel_i0", "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
-            "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0") or "polynomial" in _name:
-        POINTWISE[_name] = (_fn, _kind, _NO_HALF)
-    elif _name in ("igamma", "igammac"):
-        POINTWISE[_name] = (_fn, _kind, FLOAT_DTYPES)

@@ -23,7 +23,6 @@ SCALAR_VALUES = {
     "_hardtanh": [{}, {"min_val": -0.5, "max_val": 2}, {"min_val": 0, "max_val": 6}],
     "addcmul": [{}, {"value": 2}, {"value": 0.5}],
     "addcdiv": [{}, {"value": -2}],
-    "_polygamma": [{"n": 0}, {"n": 1}, {"n": 3}],
 }
 
 # Input domains that keep an operator meaningful (divisors, bounded exponents)
@@ -39,36 +38,12 @@ def _finite_specials(dtype):
     return [v for v in special_values(dtype) if not (isinstance(v, float) and math.isinf(v))]
 
 
-def _moderate_specials(dtype):
-    # PyTorch computes these in float32 by Cephes-style series that drift far out (Bessel and
-    # Airy functions at |x| ~ 2**31 from an int32 input); ours computes in float64 and
-    # rounds: the special values are kept to |x| <= 100 (and inf, nan)
-    return [v for v in special_values(dtype) if not (isinstance(v, (int, float)) and math.isfinite(v)
-                                                     and abs(v) > 100)]
-
-
-def _small_finite_specials(dtype):
-    # the polynomials: PyTorch's float32 recurrence overflows to inf - inf = nan where ours
-    # (float64, rounded) gives inf, and it casts a nan or inf degree to int64 (undefined in
-    # C); degrees and points are kept finite and small
-    return [v for v in special_values(dtype) if isinstance(v, bool) or (math.isfinite(v) and abs(v) <= 10)]
-
-
 INPUT_OPTIONS = {
     "pow": {"low": 0, "high": 4},
     "_gelu_erf": {"specials": _finite_specials},
     "_gelu_tanh": {"specials": _finite_specials},
     "remainder": {"specials": _without_tiny},
     "fmod": {"specials": _without_tiny},
-    **{"special_" + name: {"specials": _moderate_specials} for name in (
-        "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
-        "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
-        "spherical_bessel_j0", "i0e", "i1", "i1e", "erfcx", "zeta")},
-    **{"special_" + name: {"specials": _small_finite_specials} for name in (
-        "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
-        "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
-        "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
-        "legendre_polynomial_p")},
 }
 
 

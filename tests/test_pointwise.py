@@ -68,11 +68,6 @@ ORACLES = {
     "_div_floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
     # (the private op wants both bounds; torch.clamp also takes None for either)
     "_clamp": lambda x, lo, hi: torch.clamp(x, *_numbers("_clamp", (lo, hi), tensors=True)),
-    # PyTorch's float16/bfloat16 ndtr loses the lower tail (0 at x = -3.69 where the value,
-    # 1.1e-4, is a normal float16): the reference there is its float32 kernel rounded once
-    "special_ndtr": lambda x: (torch.special.ndtr(x.float()).to(x.dtype)
-                               if isinstance(x, torch.Tensor) and x.dtype in (torch.float16, torch.bfloat16)
-                               else torch.special.ndtr(x)),
     "threshold_backward": lambda g, x, threshold: torch.ops.aten.threshold_backward(
         *_tensors("threshold_backward", (g, x)), *_numbers("threshold_backward", (threshold,))),
 }
@@ -94,33 +89,9 @@ def _numbers(op, values, tensors=False):
             raise TypeError(f"{op}(): expected a Number, got {type(v).__name__}")
     return values
 
-def _polygamma(x, n):
-    # the private op takes polygamma's int order as a Scalar: a non-integral one is refused
-    _numbers("_polygamma", (n,))
-    if not (math.isfinite(n) and float(n).is_integer()):
-        raise RuntimeError(f"polygamma(n, x): the order n must be an integer, got {n}")
-    r = torch.polygamma(int(n), x)
-    if int(n) == 1 and isinstance(x, torch.Tensor) and r.dtype != torch.float64:
-        # its float32 trigamma forms sin(pi x) in float32, good to about 2e-6 near the
-        # poles: the reference is its float64 kernel rounded once (what ours computes)
-        r = torch.polygamma(1, x.to(torch.float64)).to(r.dtype)
-    if int(n) == 1 and isinstance(x, torch.Tensor):
-        # PyTorch's trigamma divides by sin(pi x)^2, which rounds to a tiny nonzero at the
-        # negative integers: a huge finite value where the function has its pole (SciPy,
-        # and ours, give inf); its other values, 0 at inf and nan at -inf, stand
-        xf = x.to(torch.float64)
-        pole = (xf <= 0) & (xf == torch.floor(xf)) & torch.isfinite(xf)
-        r = torch.where(pole, torch.tensor(math.inf, dtype=r.dtype), r)
-    return r
-
-
 def oracle_for(name):
     if name in ORACLES:
         return ORACLES[name]
-    if name == "_polygamma":
-        return _polygamma
-    if name.startswith("special_"):     # pytorchlite.special's entries, by PyTorch's name
-        name = name[len("special_"):]
     for ns in (torch, TF, torch.special):
         fn = getattr(ns, name, None)
         if fn is not None:
@@ -142,8 +113,7 @@ def test_every_pointwise_op_has_an_oracle():
 
 def test_every_pointwise_op_has_a_numpy_oracle():
     # (erfinv's comes from scipy.special, an optional dependency)
-    missing = [op.name for op in POINTWISE if op.name not in numpy_oracles.POINTWISE
-               and op.name not in numpy_oracles.SCIPY_ONLY]
+    missing = [op.name for op in POINTWISE if op.name not in numpy_oracles.POINTWISE and op.name != "erfinv"]
     assert not missing, f"no NumPy reference for {missing}: add them to tests/numpy_oracles.py"
 
 

@@ -40,14 +40,6 @@ SPECIAL_FLOATS = [math.inf, -math.inf, math.nan, 0.0, -0.0]
 # PyTorch's AVX-512 gelu gives nan at +-inf where its AVX2 loop (and ours) give the limits:
 # the oracle depends on the CPU, so these operators get finite specials only
 FINITE_SPECIALS_ONLY = {"_gelu_erf", "_gelu_tanh"}
-# the orthogonal polynomials: PyTorch evaluates cos(n acos x) and its recurrences in float32,
-# which drift far from the value at a degree of 32767 (an int16 extreme), and it casts a
-# nan or inf degree to int64 (undefined in C): these get no integer extremes and finite
-# specials only (as tests/pointwise_cases.py keeps them small)
-POLYNOMIALS = {op.name for op in POINTWISE if "polynomial" in op.name}
-NO_INT_EXTREMES |= POLYNOMIALS
-FINITE_SPECIALS_ONLY |= POLYNOMIALS
-
 WRONG = ["a", None, [1, 2], object()]
 
 
@@ -88,8 +80,7 @@ def values(draw, shape, dtype, op_name):
     else:
         v = np.round(rng.uniform(-4, 4, size=size) * 16) / 16      # exact in every float dtype
         if size and draw(st.booleans()):
-            specials = [f for f in SPECIAL_FLOATS if not (op_name in FINITE_SPECIALS_ONLY and not math.isfinite(f)
-                                                          and (op_name in POLYNOMIALS or math.isinf(f)))]
+            specials = [f for f in SPECIAL_FLOATS if not (op_name in FINITE_SPECIALS_ONLY and math.isinf(f))]
             v[rng.integers(0, size)] = draw(st.sampled_from(specials))
     return v.reshape(shape)
 

@@ -89,7 +89,7 @@ PTL_DEV double ptl_digamma_f64(double x) {
         r = -PTL_PI_D / tan(PTL_PI_D * x);
         x = 1.0 - x;
     }
-    while (x < 10) { r -= 1 / x; x += 1; }  /* from 10 the series below is exact in float64 */
+    while (x < 6) { r -= 1 / x; x += 1; }
     double f = 1 / (x * x);
     return r + log(x) - 0.5 / x
            - f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132)))));

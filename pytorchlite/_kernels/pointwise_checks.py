@@ -7,7 +7,6 @@ dtypes and scalars). `not_implemented` is the error for a dtype an operator's ke
 does not have, as PyTorch words it (ops.yaml's `kernel_name:` and `dtype_errors:`).
 """
 
-import math
 from pytorchlite import _dtype as D
 from pytorchlite._core import TensorBase as Tensor
 
@@ -114,13 +113,3 @@ def hardtanh(op, operands, scalars, common):
 
 def addcmul(op, operands, scalars, common):
     _check_int_scalars(scalars, common, "int" if common is D.int32 else f"{common.name}_t")
-
-
-def polygamma(op, operands, scalars, common):
-    # _polygamma is polygamma(n, x) with the order second: the order is an int in PyTorch's
-    # schema (polygamma(int n, Tensor self)), and PyTorch refuses a negative one
-    n = scalars[0]
-    if not (math.isfinite(n) and float(n).is_integer()):
-        raise RuntimeError(f"polygamma(n, x): the order n must be an integer, got {n}")
-    if n < 0:
-        raise RuntimeError("polygamma(n, x) does not support negative n.")

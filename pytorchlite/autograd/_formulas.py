@@ -27,7 +27,6 @@ __all__ = [
     "masked_select_backward", "index_put_self_backward", "index_put_values_backward", "masked_fill_value_backward",
     "pow_self_backward", "pow_exponent_backward", "mm_mat2_backward", "gelu_tanh_backward", "mish_backward", "softplus_backward",
     "hardswish_backward", "copysign_backward", "xlogy_self_backward", "xlogy_other_backward",
-    "not_implemented", "xlog1py_self_backward",
 ]
 
 
@@ -560,22 +559,6 @@ def xlogy_self_backward(grad, self, other):
 
 def xlogy_other_backward(grad, self, other):
     return grad * self / other
-
-
-def xlog1py_self_backward(grad, self, other):
-    """log1p(other), and 0 where self is 0 and other <= -1 (PyTorch's choice at the pole)."""
-    if not isinstance(other, Tensor):
-        other = _F.full_like(grad, other)
-    out = grad * other.log1p()
-    if isinstance(self, Tensor):
-        out = out.masked_fill((self == 0).logical_and(other <= -1), 0)
-    return out
-
-
-def not_implemented(name):
-    """The gradient of an input PyTorch does not differentiate (igamma's `input`): its
-    RuntimeError, raised when backward reaches it."""
-    raise RuntimeError(f"the derivative for '{name}' is not implemented.")
 
 
 # --- data movement ----------------------------------------------------------------------------

@@ -89,15 +89,10 @@ DOMAINS = {
     "acosh": (1.2, 3.0, False), "pow": (0.3, 2.0, False), "float_power": (0.3, 2.0, False),
     "xlogy": (0.3, 2.0, False), "polygamma": (0.3, 2.0, False), "mvlgamma": (2.0, 3.0, False),
     "logit": (0.2, 0.8, False), "erfinv": (0.1, 0.8, True),
-    "_polygamma": (0.3, 2.0, False), "special_ndtri": (0.1, 0.9, False), "special_entr": (0.3, 2.0, False),
-    "special_logit": (0.2, 0.8, False), "special_gammaln": (0.3, 2.0, False), "special_psi": (0.3, 2.0, False),
-    "special_digamma": (0.3, 2.0, False), "special_erfinv": (0.1, 0.8, True), "special_log1p": (0.1, 2.0, False),
-    "special_xlogy": (0.3, 2.0, False),
 }
 # Scalar arguments without a default, and overrides that keep the function smooth
 SCALARS = {"clamp": {"min": -0.5, "max": 0.6}, "clip": {"min": -0.5, "max": 0.6}, "hardtanh": {},
-           "threshold": {"threshold": 0.1, "value": 2.0}, "threshold_backward": {"threshold": 0.1},
-           "_polygamma": {"n": 2}}
+           "threshold": {"threshold": 0.1, "value": 2.0}, "threshold_backward": {"threshold": 0.1}}
 # gradients undefined (random) or backward formulas that are not differentiable again
 NORMAL = {"normal.Tensor_Tensor", "normal.Tensor_float", "normal.float_Tensor"}
 NO_GRADGRAD = set(NORMAL)
@@ -529,24 +524,6 @@ SAMPLES = {
                                    False], {})],
     "embedding": lambda: [(None, [T(5, 3), I([[0, 2], [2, 4]])], {}), (None, [T(4, 2), I([1, 1, 3]), 0], {})],  # padding row unused
     # @@ section: nn @@
-    # special functions: the order of polygamma and the dimension of mvlgamma are ints; igamma's
-    # `input` has no derivative (as in PyTorch), so only `other` requires grad
-    "polygamma": lambda: [(None, [n, T(3, 4, low=0.3, high=2.0, signed=False)], {}) for n in (0, 1, 3)],
-    "special_polygamma": lambda: [(None, [2, T(3, 4, low=0.3, high=2.0, signed=False, layout="t")], {})],
-    "mvlgamma": lambda: [(None, [T(3, 4, low=2.0, high=3.0, signed=False), p], {}) for p in (1, 3)],
-    "special_multigammaln": lambda: [(None, [T(3, 4, low=2.0, high=3.0, signed=False), 2], {})],
-    "special_softmax": lambda: [(None, [T(3, 4), 1], {}), (None, [T(3, 4, layout="t"), 0], {"dtype": P.float64})],
-    "special_log_softmax": lambda: [(None, [T(3, 4), 1], {})],
-    "special_logsumexp": lambda: [(None, [T(3, 4), 1], {}), (None, [T(3, 4), (0, 1), True], {})],
-    "igamma": lambda: [(None, [T(3, 4, low=0.5, high=3.0, signed=False, grad=False),
-                               T(3, 4, low=0.3, high=3.0, signed=False)], {})],
-    "igammac": lambda: [(None, [T(3, 4, low=0.5, high=3.0, signed=False, grad=False),
-                                T(3, 4, low=0.3, high=3.0, signed=False, layout="t")], {})],
-    "special_gammainc": lambda: [(None, [T(3, 4, low=0.5, high=3.0, signed=False, grad=False),
-                                         T(3, 4, low=0.3, high=3.0, signed=False)], {})],
-    "special_gammaincc": lambda: [(None, [T(4, low=0.5, high=3.0, signed=False, grad=False),
-                                          T(3, 4, low=0.3, high=3.0, signed=False)], {})],
-    # @@ section: special @@
 }
 
 
